@@ -1,0 +1,79 @@
+// Gathers node-pty's ~1 KiB data events into larger chunks (up to `maxBytes`, or whatever
+// arrived within `delayMs`), numbers them by absolute offset, and cuts only on UTF-8
+// character boundaries.
+import { completeUtf8Length } from "../shared/utf8.js";
+
+export interface CoalescerOptions {
+  maxBytes: number;
+  delayMs: number;
+}
+
+export type ChunkSink = (offset: number, bytes: Buffer) => void;
+
+export class Coalescer {
+  private parts: Buffer[] = [];
+  private size = 0;
+  private timer: NodeJS.Timeout | undefined;
+  /** An unfinished UTF-8 sequence already waited one period: the next flush sends it as is. */
+  private tailWaited = false;
+
+  constructor(
+    private readonly sink: ChunkSink,
+    private readonly options: CoalescerOptions,
+    /** Offset of the next byte to emit. */
+    public offset = 0,
+  ) {}
+
+  get pending(): number {
+    return this.size;
+  }
+
+  push(chunk: Buffer): void {
+    if (chunk.byteLength === 0) return;
+    this.parts.push(chunk);
+    this.size += chunk.byteLength;
+    this.tailWaited = false;
+    if (this.size >= this.options.maxBytes) this.flush();
+    else this.arm();
+  }
+
+  /** Emits what is buffered; `final` also emits an unfinished UTF-8 tail. */
+  flush(final = false): void {
+    this.disarm();
+    if (this.size === 0) return;
+    let all = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size);
+    while (all.byteLength > 0) {
+      const piece = all.subarray(0, this.options.maxBytes);
+      let cut = piece.byteLength;
+      if (!final && !this.tailWaited) cut = completeUtf8Length(piece);
+      // A whole piece of continuation bytes is not UTF-8 at all: send it rather than stall.
+      if (cut === 0 && piece.byteLength >= 4) cut = piece.byteLength;
+      if (cut === 0) break;
+      this.sink(this.offset, all.subarray(0, cut));
+      this.offset += cut;
+      all = all.subarray(cut);
+    }
+    this.parts = all.byteLength > 0 ? [all] : [];
+    this.size = all.byteLength;
+    this.tailWaited = this.size > 0;
+    if (this.size > 0) this.arm();
+  }
+
+  dispose(): void {
+    this.disarm();
+    this.parts = [];
+    this.size = 0;
+  }
+
+  private arm(): void {
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, this.options.delayMs);
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

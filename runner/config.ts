@@ -1,0 +1,48 @@
+// Runner configuration from the environment (DESIGN §3), validated once at start-up.
+import { randomBytes } from "node:crypto";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+
+const Env = z.object({
+  BROKER_URL: z.url().default("http://127.0.0.1:8787"),
+  RUNNER_TOKEN: z.string().min(1, "RUNNER_TOKEN is required: the shared secret the edge expects"),
+  RUNNER_ID: z.string().min(1).max(128).optional(),
+  RUNNER_CAPACITY: z.coerce.number().int().min(0).default(200),
+  RUNNER_WORKSPACE: z.string().min(1).default(join(tmpdir(), "ptybroker-workspace")),
+  /** How long output may wait to be coalesced into one frame. */
+  COALESCE_MS: z.coerce.number().min(0).max(1000).default(4),
+  /** Largest coalesced frame payload. */
+  COALESCE_BYTES: z.coerce.number().int().min(1024).max(1 << 20).default(64 * 1024),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+});
+
+export interface RunnerConfig {
+  brokerUrl: string;
+  runnerToken: string;
+  runnerId: string;
+  capacity: number;
+  workspace: string;
+  coalesceMs: number;
+  coalesceBytes: number;
+  logLevel: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid runner configuration:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  return {
+    brokerUrl: e.BROKER_URL.replace(/\/+$/, ""),
+    runnerToken: e.RUNNER_TOKEN,
+    runnerId: e.RUNNER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+    capacity: e.RUNNER_CAPACITY,
+    workspace: e.RUNNER_WORKSPACE,
+    coalesceMs: e.COALESCE_MS,
+    coalesceBytes: e.COALESCE_BYTES,
+    logLevel: e.LOG_LEVEL,
+  };
+}

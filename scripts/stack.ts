@@ -1,0 +1,179 @@
+// Starts and stops the local stack's processes: the edge (wrangler dev → workerd) and
+// runners. Used by `npm start` and by the tests, so both run exactly the same way.
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function secret(): string {
+  return randomBytes(24).toString("base64url");
+}
+
+export interface ManagedProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Everything the process printed, for diagnostics. */
+  output(): string;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<number | null>;
+  /** SIGTERM to the process group we started, SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** Spawns `command` as the leader of a new process group, so stopping it stops its children. */
+export function manage(command: string, args: string[], env: NodeJS.ProcessEnv, echo = false): ManagedProcess {
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  if (child.pid === undefined) throw new Error(`could not start ${command}`);
+  const pid = child.pid;
+  let log = "";
+  const keep = (chunk: Buffer) => {
+    log += chunk.toString("utf8");
+    if (log.length > 200_000) log = log.slice(-100_000);
+    if (echo) process.stderr.write(chunk);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let alive = true;
+  void exited.then(() => {
+    alive = false;
+  });
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // the group is gone
+    }
+  };
+  return {
+    child,
+    pid,
+    output: () => log,
+    exited,
+    kill: signalGroup,
+    async stop(graceMs = 5000) {
+      if (!alive) return signalGroup("SIGKILL"); // leftovers of the group, if any
+      signalGroup("SIGTERM");
+      const timer = setTimeout(() => signalGroup("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(timer);
+      signalGroup("SIGKILL");
+    },
+  };
+}
+
+async function waitForHealth(url: string, proc: ManagedProcess, deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  let exitCode: number | null | undefined;
+  void proc.exited.then((code) => {
+    exitCode = code;
+  });
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) throw new Error(`edge exited (${exitCode}) before it was ready:\n${proc.output()}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`edge not ready after ${deadlineMs} ms:\n${proc.output()}`);
+}
+
+export interface EdgeOptions {
+  port?: number;
+  apiKeys: string;
+  runnerToken: string;
+  tokenSecret?: string;
+  /** Extra Worker variables (limits, LOG_LEVEL). */
+  vars?: Record<string, string>;
+  /** Folder for Durable Object storage; a fresh temporary one by default. */
+  persistTo?: string;
+  echo?: boolean;
+}
+
+export interface Edge extends ManagedProcess {
+  url: string;
+  port: number;
+}
+
+export async function startEdge(options: EdgeOptions): Promise<Edge> {
+  const port = options.port ?? (await freePort());
+  const scratch = mkdtempSync(join(tmpdir(), "ptybroker-edge-"));
+  const envFile = join(scratch, "worker.env");
+  const vars: Record<string, string> = {
+    API_KEYS: options.apiKeys,
+    RUNNER_TOKEN: options.runnerToken,
+    TOKEN_SECRET: options.tokenSecret ?? secret(),
+    ...options.vars,
+  };
+  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n"), { mode: 0o600 });
+  const args = [
+    join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
+    "dev",
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(await freePort()),
+    "--env-file",
+    envFile,
+    "--persist-to",
+    options.persistTo ?? join(scratch, "state"),
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    "warn",
+  ];
+  const proc = manage(process.execPath, args, { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, options.echo);
+  void proc.exited.then(() => rmSync(scratch, { recursive: true, force: true }));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHealth(url, proc, 60_000);
+  } catch (error) {
+    await proc.stop();
+    throw error;
+  }
+  return { ...proc, url, port };
+}
+
+export interface RunnerOptions {
+  brokerUrl: string;
+  runnerToken: string;
+  capacity?: number;
+  runnerId?: string;
+  env?: Record<string, string>;
+  echo?: boolean;
+}
+
+export function startRunner(options: RunnerOptions): ManagedProcess {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    BROKER_URL: options.brokerUrl,
+    RUNNER_TOKEN: options.runnerToken,
+    ...(options.capacity !== undefined ? { RUNNER_CAPACITY: String(options.capacity) } : {}),
+    ...(options.runnerId ? { RUNNER_ID: options.runnerId } : {}),
+    ...options.env,
+  };
+  return manage(process.execPath, ["--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo);
+}

@@ -1,0 +1,174 @@
+// The wire protocol: every frame and message that crosses a socket, in one module.
+// Binary frames carry terminal bytes; text frames carry JSON control messages.
+// Pure functions only: used by the Worker (workerd), the runner (Node) and clients.
+import { z } from "zod";
+import { SESSION_STATUSES, SIGNALS, type Session } from "./session.js";
+
+/** First byte of every binary frame. */
+export const Op = {
+  /** server → client and runner → edge: `0x01 · u64 BE offset of the first byte · output bytes` */
+  Output: 0x01,
+  /** client → server and edge → runner: `0x02 · input bytes` */
+  Input: 0x02,
+} as const;
+
+/** Bytes before the payload of an Output frame. */
+export const OUTPUT_HEADER_BYTES = 9;
+/** Largest JSON control message a client may send, in bytes. */
+export const MAX_CONTROL_BYTES = 4096;
+
+const TWO_32 = 2 ** 32;
+
+export function encodeOutput(offset: number, bytes: Uint8Array): Uint8Array {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  const frame = new Uint8Array(OUTPUT_HEADER_BYTES + bytes.byteLength);
+  const view = new DataView(frame.buffer);
+  frame[0] = Op.Output;
+  view.setUint32(1, Math.floor(offset / TWO_32));
+  view.setUint32(5, offset >>> 0);
+  frame.set(bytes, OUTPUT_HEADER_BYTES);
+  return frame;
+}
+
+export function encodeInput(bytes: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(1 + bytes.byteLength);
+  frame[0] = Op.Input;
+  frame.set(bytes, 1);
+  return frame;
+}
+
+export type Frame =
+  | { op: "output"; offset: number; data: Uint8Array }
+  | { op: "input"; data: Uint8Array }
+  | { op: "invalid"; reason: string };
+
+/** Decodes a binary frame; payloads are views into `frame`, not copies. */
+export function decodeFrame(frame: Uint8Array): Frame {
+  if (frame.byteLength === 0) return { op: "invalid", reason: "empty frame" };
+  switch (frame[0]) {
+    case Op.Output: {
+      if (frame.byteLength < OUTPUT_HEADER_BYTES) {
+        return { op: "invalid", reason: "output frame shorter than its header" };
+      }
+      const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+      const offset = view.getUint32(1) * TWO_32 + view.getUint32(5);
+      if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
+      return { op: "output", offset, data: frame.subarray(OUTPUT_HEADER_BYTES) };
+    }
+    case Op.Input:
+      return { op: "input", data: frame.subarray(1) };
+    default:
+      return { op: "invalid", reason: `unknown opcode 0x${frame[0].toString(16).padStart(2, "0")}` };
+  }
+}
+
+// ---- Client control messages (JSON text frames, DESIGN §5) ----
+
+const dimension = z.number().int().min(1).max(1000);
+export const SignalSchema = z.enum(SIGNALS);
+
+/** client → server */
+export const ClientMessage = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("resize"), cols: dimension, rows: dimension }),
+  z.strictObject({ type: z.literal("signal"), signal: SignalSchema }),
+  z.strictObject({ type: z.literal("ping") }),
+]);
+export type ClientMessage = z.infer<typeof ClientMessage>;
+
+export type ExitInfo = {
+  status: "exited" | "lost" | "failed";
+  exitCode: number | null;
+  signal: string | null;
+};
+
+/** server → client */
+export type ServerMessage =
+  | { type: "hello"; session: Session }
+  | { type: "replay"; from: number; to: number }
+  | { type: "live"; offset: number }
+  | { type: "gap"; from: number; to: number }
+  | { type: "resize"; cols: number; rows: number }
+  | ({ type: "exit" } & ExitInfo)
+  | { type: "error"; code: string; message: string }
+  | { type: "pong" };
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Parses a JSON text frame against a schema, with a size bound; never throws. */
+export function parseMessage<T>(schema: z.ZodType<T>, text: string, maxBytes = MAX_CONTROL_BYTES): ParseResult<T> {
+  if (text.length > maxBytes) return { ok: false, reason: `control message over ${maxBytes} bytes` };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { ok: false, reason: "control message is not JSON" };
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? ` at ${issue.path.join(".")}` : "";
+    return { ok: false, reason: `bad control message${where}: ${issue?.message ?? "invalid"}` };
+  }
+  return { ok: true, value: parsed.data };
+}
+
+// ---- Runner link: one socket per session, runner ↔ PtySession object ----
+
+/** runner → edge */
+export const RunnerLinkMessage = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("started"), pid: z.number().int() }),
+  z.object({
+    type: z.literal("exited"),
+    exitCode: z.number().int().nullable(),
+    signal: z.string().nullable(),
+  }),
+  z.object({ type: z.literal("failed"), error: z.string() }),
+]);
+export type RunnerLinkMessage = z.infer<typeof RunnerLinkMessage>;
+
+/** edge → runner */
+export const EdgeLinkMessage = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("resize"), cols: dimension, rows: dimension }),
+  z.object({ type: z.literal("signal"), signal: SignalSchema }),
+  z.object({ type: z.literal("kill"), graceMs: z.number().int().min(0) }),
+]);
+export type EdgeLinkMessage = z.infer<typeof EdgeLinkMessage>;
+
+// ---- Runner control: one socket per runner, runner ↔ RunnerPool object ----
+
+/** runner → edge */
+export const RunnerControlMessage = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("register"),
+    runnerId: z.string().min(1).max(128),
+    capacity: z.number().int().min(0),
+    /** keys of the sessions the runner hosts right now (after a reconnect) */
+    sessions: z.array(z.string()),
+  }),
+  z.object({ type: z.literal("released"), key: z.string() }),
+]);
+export type RunnerControlMessage = z.infer<typeof RunnerControlMessage>;
+
+export const SpawnSpecSchema = z.object({
+  command: z.string(),
+  args: z.array(z.string()),
+  cwd: z.string().nullable(),
+  env: z.record(z.string(), z.string()),
+  cols: dimension,
+  rows: dimension,
+});
+
+/** edge → runner */
+export const PoolMessage = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("spawn"),
+    /** `tenant/sessionId`: names the session's Durable Object and its link URL */
+    key: z.string(),
+    tenant: z.string(),
+    sessionId: z.string(),
+    spec: SpawnSpecSchema,
+  }),
+]);
+export type PoolMessage = z.infer<typeof PoolMessage>;
+
+export const StatusSchema = z.enum(SESSION_STATUSES);

@@ -1,0 +1,96 @@
+// Who is calling: API keys (`API_KEYS` = `tenant:key` or `tenant:sha256:<hex>`, compared as
+// SHA-256 digests in constant time) for the public API, `RUNNER_TOKEN` for runner sockets.
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "../shared/errors.js";
+import { log } from "../shared/log.js";
+import type { Env } from "./env.js";
+
+export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+interface KeyEntry {
+  tenant: string;
+  digest: Uint8Array;
+}
+
+const encoder = new TextEncoder();
+
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+function hexToBytes(hex: string): Uint8Array {
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return bytes;
+}
+
+function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b);
+}
+
+/** Parsed key lists, per isolate, keyed by the raw `API_KEYS` text. */
+const keyCache = new Map<string, Promise<KeyEntry[]>>();
+
+export function parseApiKeys(raw: string | undefined): Promise<KeyEntry[]> {
+  const text = raw ?? "";
+  let entries = keyCache.get(text);
+  if (!entries) {
+    entries = Promise.all(
+      text
+        .split(",")
+        .map((item) => item.trim())
+        .filter(Boolean)
+        .map(async (item): Promise<KeyEntry | null> => {
+          const colon = item.indexOf(":");
+          const tenant = item.slice(0, colon);
+          const key = item.slice(colon + 1);
+          if (colon < 1 || !TENANT_PATTERN.test(tenant) || !key) {
+            log.warn("auth.config", { outcome: "bad_api_key_entry", tenant: tenant || null });
+            return null;
+          }
+          const hashed = /^sha256:([0-9a-fA-F]{64})$/.exec(key);
+          return { tenant, digest: hashed ? hexToBytes(hashed[1]) : await sha256(key) };
+        }),
+    ).then((list) => list.filter((entry): entry is KeyEntry => entry !== null));
+    keyCache.set(text, entries);
+  }
+  return entries;
+}
+
+/** The tenant an API key belongs to, or null. Every entry is compared, match or not. */
+export async function tenantForKey(env: Env, key: string): Promise<string | null> {
+  const digest = await sha256(key);
+  let tenant: string | null = null;
+  for (const entry of await parseApiKeys(env.API_KEYS)) {
+    if (digestsEqual(entry.digest, digest) && tenant === null) tenant = entry.tenant;
+  }
+  return tenant;
+}
+
+export function bearer(header: string | undefined): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  return match ? match[1] : null;
+}
+
+export type AuthVariables = { tenant: string };
+
+/** Public API: a tenant's API key as `Authorization: Bearer`. */
+export const requireApiKey = createMiddleware<{ Bindings: Env; Variables: AuthVariables }>(async (c, next) => {
+  const key = bearer(c.req.header("authorization"));
+  if (!key) throw new ApiError("UNAUTHORIZED", "missing credentials: send Authorization: Bearer <api key>");
+  const tenant = await tenantForKey(c.env, key);
+  if (!tenant) throw new ApiError("UNAUTHORIZED", "invalid API key");
+  c.set("tenant", tenant);
+  await next();
+});
+
+/** Runner sockets: the shared `RUNNER_TOKEN`, never an API key. */
+export const requireRunner = createMiddleware<{ Bindings: Env }>(async (c, next) => {
+  const token = bearer(c.req.header("authorization"));
+  const expected = c.env.RUNNER_TOKEN;
+  if (!expected) throw new ApiError("UNAUTHORIZED", "runner links are disabled: RUNNER_TOKEN is not set");
+  if (!token || !digestsEqual(await sha256(token), await sha256(expected))) {
+    throw new ApiError("UNAUTHORIZED", "invalid runner token");
+  }
+  await next();
+});

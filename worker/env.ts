@@ -1,0 +1,60 @@
+// Bindings and variables the Worker receives (wrangler.toml, `wrangler dev --var`, secrets).
+import type { PtySession } from "./pty-session.js";
+import type { RunnerPool } from "./runner-pool.js";
+import type { Tenant } from "./tenant.js";
+
+export interface Env {
+  PTY_SESSION: DurableObjectNamespace<PtySession>;
+  RUNNER_POOL: DurableObjectNamespace<RunnerPool>;
+  TENANT: DurableObjectNamespace<Tenant>;
+  API_KEYS?: string;
+  RUNNER_TOKEN?: string;
+  TOKEN_SECRET?: string;
+  MAX_SESSIONS_PER_TENANT?: string;
+  MAX_CLIENTS_PER_SESSION?: string;
+  MAX_INPUT_BYTES?: string;
+  MAX_CLIENT_LAG_BYTES?: string;
+  /** How long `POST /v1/sessions` waits for the runner to start the process. */
+  START_TIMEOUT_MS?: string;
+  LOG_LEVEL?: string;
+}
+
+export interface Limits {
+  maxSessionsPerTenant: number;
+  maxClientsPerSession: number;
+  maxInputBytes: number;
+  maxClientLagBytes: number;
+  startTimeoutMs: number;
+}
+
+function positiveInt(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && value !== "" && Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}
+
+export function limits(env: Env): Limits {
+  return {
+    maxSessionsPerTenant: positiveInt(env.MAX_SESSIONS_PER_TENANT, 100),
+    maxClientsPerSession: positiveInt(env.MAX_CLIENTS_PER_SESSION, 32),
+    maxInputBytes: positiveInt(env.MAX_INPUT_BYTES, 65536),
+    maxClientLagBytes: positiveInt(env.MAX_CLIENT_LAG_BYTES, 8 * 1024 * 1024),
+    startTimeoutMs: positiveInt(env.START_TIMEOUT_MS, 10_000),
+  };
+}
+
+/** `tenant/sessionId`: the name of a session's Durable Object and the key runners use. */
+export function sessionKey(tenant: string, sessionId: string): string {
+  return `${tenant}/${sessionId}`;
+}
+
+export function sessionStub(env: Env, tenant: string, sessionId: string) {
+  return env.PTY_SESSION.get(env.PTY_SESSION.idFromName(sessionKey(tenant, sessionId)));
+}
+
+export function tenantStub(env: Env, tenant: string) {
+  return env.TENANT.get(env.TENANT.idFromName(tenant));
+}
+
+export function poolStub(env: Env) {
+  return env.RUNNER_POOL.get(env.RUNNER_POOL.idFromName("global"));
+}

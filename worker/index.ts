@@ -1,0 +1,41 @@
+// Composition root of the edge Worker: the Hono app, its routes, and the Durable Objects.
+import { Hono } from "hono";
+import { ApiError } from "../shared/errors.js";
+import { setLogLevel } from "../shared/log.js";
+import { requireRunner } from "./auth.js";
+import { type Env, poolStub, sessionStub } from "./env.js";
+import { renderError } from "./errors.js";
+import { TENANT_PATTERN } from "./auth.js";
+import { SESSION_ID } from "./schemas.js";
+import { sessionRoutes } from "./sessions-routes.js";
+
+export { PtySession } from "./pty-session.js";
+export { RunnerPool } from "./runner-pool.js";
+export { Tenant } from "./tenant.js";
+
+const app = new Hono<{ Bindings: Env }>();
+
+app.use("*", async (c, next) => {
+  setLogLevel(c.env.LOG_LEVEL);
+  await next();
+});
+
+app.get("/healthz", (c) => c.json({ ok: true }));
+
+app.route("/v1/sessions", sessionRoutes);
+
+// Runner sockets. Only RUNNER_TOKEN opens them; API keys never do.
+app.get("/internal/runners/connect", requireRunner, (c) => poolStub(c.env).fetch(c.req.raw));
+
+app.get("/internal/sessions/:tenant/:id/link", requireRunner, (c) => {
+  const { tenant, id } = c.req.param();
+  if (!TENANT_PATTERN.test(tenant) || !SESSION_ID.test(id)) throw new ApiError("NOT_FOUND", "no such session");
+  return sessionStub(c.env, tenant, id).fetch(new Request("https://session/link", { headers: c.req.raw.headers }));
+});
+
+app.notFound(() => {
+  throw new ApiError("NOT_FOUND", "no such route");
+});
+app.onError(renderError);
+
+export default app;

@@ -1,0 +1,120 @@
+// RunnerPool: the registry of live runners. Runners dial in over a control socket
+// (hibernatable), register their capacity, and receive spawn orders; placement picks the
+// connected runner with the most room and never waits for one.
+import { DurableObject } from "cloudflare:workers";
+import { type Failure, fail } from "../shared/errors.js";
+import { log } from "../shared/log.js";
+import { type PoolMessage, RunnerControlMessage, parseMessage } from "../shared/protocol.js";
+import type { Env } from "./env.js";
+
+interface RunnerAttachment {
+  runnerId: string | null;
+  capacity: number;
+}
+
+export interface RunnerInfo {
+  runnerId: string;
+  capacity: number;
+  sessions: number;
+}
+
+export class RunnerPool extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec("CREATE TABLE IF NOT EXISTS placements (key TEXT PRIMARY KEY, runner_id TEXT NOT NULL)");
+  }
+
+  async fetch(): Promise<Response> {
+    const { 0: runnerSide, 1: server } = new WebSocketPair();
+    this.ctx.acceptWebSocket(server, ["runner"]);
+    server.serializeAttachment({ runnerId: null, capacity: 0 } satisfies RunnerAttachment);
+    return new Response(null, { status: 101, webSocket: runnerSide });
+  }
+
+  /** Picks a runner for a session and hands it the spawn order. */
+  place(order: Extract<PoolMessage, { type: "spawn" }>): { runnerId: string } | Failure {
+    const candidates = this.live()
+      .filter(({ info }) => info.sessions < info.capacity)
+      .sort((a, b) => a.info.sessions / a.info.capacity - b.info.sessions / b.info.capacity || a.info.sessions - b.info.sessions);
+    for (const { ws, info } of candidates) {
+      try {
+        ws.send(JSON.stringify(order));
+      } catch (error) {
+        log.warn("pool.send", { runnerId: info.runnerId, error });
+        continue;
+      }
+      this.sql.exec("INSERT OR REPLACE INTO placements (key, runner_id) VALUES (?, ?)", order.key, info.runnerId);
+      return { runnerId: info.runnerId };
+    }
+    return fail("NO_RUNNER", "no runner with free capacity is connected; try again later");
+  }
+
+  runners(): RunnerInfo[] {
+    return this.live().map(({ info }) => info);
+  }
+
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    try {
+      if (typeof message !== "string") return log.warn("pool.frame", { outcome: "unexpected_binary" });
+      const parsed = parseMessage(RunnerControlMessage, message, 1 << 20);
+      if (!parsed.ok) return log.warn("pool.message", { outcome: "invalid", reason: parsed.reason });
+      const msg = parsed.value;
+      if (msg.type === "register") {
+        for (const other of this.ctx.getWebSockets("runner")) {
+          const att = other.deserializeAttachment() as RunnerAttachment;
+          if (other !== ws && att.runnerId === msg.runnerId) closeQuietly(other, 1000, "replaced by a new connection");
+        }
+        ws.serializeAttachment({ runnerId: msg.runnerId, capacity: msg.capacity } satisfies RunnerAttachment);
+        this.ctx.storage.transactionSync(() => {
+          this.sql.exec("DELETE FROM placements WHERE runner_id = ?", msg.runnerId);
+          for (const key of msg.sessions) {
+            this.sql.exec("INSERT OR REPLACE INTO placements (key, runner_id) VALUES (?, ?)", key, msg.runnerId);
+          }
+        });
+        log.info("pool.registered", { runnerId: msg.runnerId, capacity: msg.capacity, sessions: msg.sessions.length });
+      } else {
+        const att = ws.deserializeAttachment() as RunnerAttachment;
+        this.sql.exec("DELETE FROM placements WHERE key = ? AND runner_id = ?", msg.key, att.runnerId);
+      }
+    } catch (error) {
+      log.error("pool.socket", { outcome: "handler_error", error });
+    }
+  }
+
+  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    try {
+      closeQuietly(ws, 1000, "closed");
+      const att = ws.deserializeAttachment() as RunnerAttachment;
+      log.info("pool.disconnected", { runnerId: att.runnerId, code });
+    } catch (error) {
+      log.error("pool.socket", { outcome: "close_error", error });
+    }
+  }
+
+  private live(): { ws: WebSocket; info: RunnerInfo }[] {
+    const counts = new Map<string, number>();
+    for (const row of this.sql.exec<{ runner_id: string; n: number }>(
+      "SELECT runner_id, COUNT(*) AS n FROM placements GROUP BY runner_id",
+    )) {
+      counts.set(row.runner_id, row.n);
+    }
+    const live: { ws: WebSocket; info: RunnerInfo }[] = [];
+    for (const ws of this.ctx.getWebSockets("runner")) {
+      const att = ws.deserializeAttachment() as RunnerAttachment;
+      if (ws.readyState !== WebSocket.OPEN || !att.runnerId) continue;
+      live.push({ ws, info: { runnerId: att.runnerId, capacity: att.capacity, sessions: counts.get(att.runnerId) ?? 0 } });
+    }
+    return live;
+  }
+}
+
+function closeQuietly(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, reason);
+  } catch {
+    // already closed
+  }
+}

@@ -1,0 +1,51 @@
+// Request validation for the public API (zod, applied with @hono/zod-validator).
+import { z } from "zod";
+import { SESSION_STATUSES } from "../shared/session.js";
+import { SignalSchema } from "../shared/protocol.js";
+
+export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const dimension = z.number().int().min(1).max(1000);
+
+export const CreateSessionBody = z.strictObject({
+  command: z.string().min(1).max(4096).optional(),
+  args: z.array(z.string().max(65536)).max(1024).optional(),
+  cwd: z.string().min(1).max(4096).optional(),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "env names are letters, digits and _").max(256), z.string().max(65536))
+    .refine((env) => Object.keys(env).length <= 256, "at most 256 env variables")
+    .optional(),
+  cols: dimension.optional(),
+  rows: dimension.optional(),
+  id: z.string().regex(SESSION_ID, "id is 1 to 64 of A-Z a-z 0-9 _ -").optional(),
+  tags: z.array(z.string().min(1).max(128)).max(32).optional(),
+  label: z.string().max(256).optional(),
+  timeoutSec: z.number().int().min(1).max(7 * 24 * 3600).optional(),
+});
+export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
+
+export const ListQuery = z.object({
+  status: z.enum(SESSION_STATUSES).optional(),
+  tag: z.string().min(1).max(128).optional(),
+});
+
+export const InputBody = z.strictObject({
+  data: z.string(),
+  encoding: z.enum(["utf8", "base64"]).default("utf8"),
+});
+
+export const ResizeBody = z.strictObject({ cols: dimension, rows: dimension });
+
+export const SignalBody = z.strictObject({ signal: SignalSchema });
+
+export const WaitQuery = z.object({
+  timeoutSec: z.coerce.number().min(0).max(300).default(30),
+});
+
+export const DeleteQuery = z.object({
+  purge: z.enum(["true", "false", "1", "0"]).optional(),
+});
+
+export const ConnectQuery = z.object({
+  from: z.union([z.literal("live"), z.string().regex(/^\d{1,15}$/, "from is an offset or live")]).optional(),
+  mode: z.enum(["raw", "framed"]).optional(),
+});

@@ -1,0 +1,165 @@
+// The public session API (DESIGN §4). Handlers validate, then delegate to the session's
+// Durable Object; failures are thrown and rendered by the app's single onError.
+import { zValidator } from "@hono/zod-validator";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { z } from "zod";
+import { ApiError, unwrap } from "../shared/errors.js";
+import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS, type Session } from "../shared/session.js";
+import { type AuthVariables, requireApiKey } from "./auth.js";
+import { type Env, limits, sessionStub, tenantStub } from "./env.js";
+import {
+  ConnectQuery,
+  CreateSessionBody,
+  DeleteQuery,
+  InputBody,
+  ListQuery,
+  ResizeBody,
+  SESSION_ID,
+  SignalBody,
+  WaitQuery,
+} from "./schemas.js";
+
+type App = { Bindings: Env; Variables: AuthVariables };
+
+/** zod failures become INVALID_REQUEST with the first issue's path and message. */
+function validate<T extends z.ZodType, Target extends "json" | "query">(target: Target, schema: T) {
+  return zValidator(target, schema, (result) => {
+    if (!result.success) {
+      const issue = result.error.issues[0];
+      const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+      throw new ApiError("INVALID_REQUEST", `${where}${issue?.message ?? "invalid request"}`);
+    }
+  });
+}
+
+function sessionId(raw: string): string {
+  if (!SESSION_ID.test(raw)) throw new ApiError("NOT_FOUND", `session ${raw} not found`);
+  return raw;
+}
+
+function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
+  if (encoding === "utf8") return new TextEncoder().encode(data);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) {
+    throw new ApiError("INVALID_REQUEST", "data: not valid base64");
+  }
+  const binary = atob(data);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+export const sessionRoutes = new Hono<App>();
+
+sessionRoutes.use("*", requireApiKey);
+
+// JSON bodies are small; input is the largest (base64 or escaped text of MAX_INPUT_BYTES).
+sessionRoutes.use("*", async (c, next) =>
+  bodyLimit({
+    maxSize: limits(c.env).maxInputBytes * 6 + 4096,
+    onError: () => {
+      throw new ApiError("PAYLOAD_TOO_LARGE", "request body too large");
+    },
+  })(c, next),
+);
+
+sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
+  const body = c.req.valid("json");
+  const tenant = c.get("tenant");
+  const lim = limits(c.env);
+  const id = body.id ?? crypto.randomUUID();
+  const createdAt = new Date().toISOString();
+  const tags = body.tags ?? [];
+
+  const tenantIndex = tenantStub(c.env, tenant);
+  unwrap(await tenantIndex.reserve(id, createdAt, tags, lim.maxSessionsPerTenant));
+  const result = await sessionStub(c.env, tenant, id).create({
+    tenant,
+    id,
+    createdAt,
+    tags,
+    label: body.label ?? null,
+    spec: {
+      command: body.command ?? DEFAULT_COMMAND,
+      args: body.args ?? (body.command ? [] : DEFAULT_ARGS),
+      cwd: body.cwd ?? null,
+      env: body.env ?? {},
+      cols: body.cols ?? DEFAULT_COLS,
+      rows: body.rows ?? DEFAULT_ROWS,
+    },
+  });
+  if ("failure" in result) await tenantIndex.remove(id);
+  return c.json(unwrap(result), 201);
+});
+
+sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
+  const { status, tag } = c.req.valid("query");
+  const tenant = c.get("tenant");
+  const ids = await tenantStub(c.env, tenant).list(tag ?? null);
+  const records = await Promise.all(ids.map((id) => sessionStub(c.env, tenant, id).get()));
+  const sessions = records.filter(
+    (r): r is Session => !("failure" in r) && (status === undefined || r.status === status),
+  );
+  return c.json({ sessions });
+});
+
+sessionRoutes.get("/:id", async (c) => {
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  return c.json(unwrap(await stub.get()));
+});
+
+sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
+  const { data, encoding } = c.req.valid("json");
+  const bytes = decodeInput(data, encoding);
+  const max = limits(c.env).maxInputBytes;
+  if (bytes.byteLength > max) {
+    throw new ApiError("PAYLOAD_TOO_LARGE", `input is ${bytes.byteLength} bytes; at most ${max}`);
+  }
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  return c.json(unwrap(await stub.input(bytes)), 202);
+});
+
+sessionRoutes.post("/:id/resize", validate("json", ResizeBody), async (c) => {
+  const { cols, rows } = c.req.valid("json");
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  return c.json(unwrap(await stub.resize(cols, rows)));
+});
+
+sessionRoutes.post("/:id/signal", validate("json", SignalBody), async (c) => {
+  const { signal } = c.req.valid("json");
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  return c.json(unwrap(await stub.signal(signal)), 202);
+});
+
+sessionRoutes.get("/:id/wait", validate("query", WaitQuery), async (c) => {
+  const { timeoutSec } = c.req.valid("query");
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  return c.json(unwrap(await stub.wait(timeoutSec * 1000)));
+});
+
+sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
+  const { purge } = c.req.valid("query");
+  const tenant = c.get("tenant");
+  const id = sessionId(c.req.param("id"));
+  const purgeNow = purge === "true" || purge === "1";
+  const session = unwrap(await sessionStub(c.env, tenant, id).terminate(purgeNow));
+  if (purgeNow) await tenantStub(c.env, tenant).remove(id);
+  return c.json(session);
+});
+
+sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
+  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+    throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
+  }
+  const { from, mode } = c.req.valid("query");
+  const protocols = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
+  const raw = mode === "raw" || protocols.includes("raw");
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  // The object reads who is connecting from these headers; callers cannot reach it directly.
+  const headers = new Headers(c.req.raw.headers);
+  headers.set("x-ptyb-role", "owner");
+  headers.set("x-ptyb-mode", raw ? "raw" : "framed");
+  headers.set("x-ptyb-from", from ?? "");
+  headers.set("x-ptyb-subprotocol", protocols.includes("raw") ? "raw" : "");
+  return stub.fetch(new Request("https://session/connect", { headers }));
+});
