@@ -2,10 +2,9 @@
 import { Hono } from "hono";
 import { ApiError } from "../shared/errors.js";
 import { setLogLevel } from "../shared/log.js";
-import { requireRunner } from "./auth.js";
+import { TENANT_PATTERN, requireRunner } from "./auth.js";
 import { type Env, poolStub, sessionStub } from "./env.js";
 import { renderError } from "./errors.js";
-import { TENANT_PATTERN } from "./auth.js";
 import { SESSION_ID } from "./schemas.js";
 import { sessionRoutes } from "./sessions-routes.js";
 
@@ -26,6 +25,8 @@ app.route("/v1/sessions", sessionRoutes);
 
 // Runner sockets. Only RUNNER_TOKEN opens them; API keys never do.
 app.get("/internal/runners/connect", requireRunner, (c) => poolStub(c.env).fetch(c.req.raw));
+
+app.get("/internal/runners", requireRunner, async (c) => c.json({ runners: await poolStub(c.env).runners() }));
 
 app.get("/internal/sessions/:tenant/:id/link", requireRunner, (c) => {
   const { tenant, id } = c.req.param();

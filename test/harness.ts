@@ -1,0 +1,239 @@
+// Helpers for end-to-end tests: a small REST client, a WebSocket terminal client that checks
+// offsets as frames arrive, and deadline-bound waits driven by events (never fixed sleeps).
+import { readFileSync } from "node:fs";
+import WebSocket from "ws";
+import { decodeFrame, encodeInput } from "../shared/protocol.js";
+import type { Session } from "../shared/session.js";
+import { sessionMembers } from "../runner/reaper.js";
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export class Api {
+  constructor(
+    readonly url: string,
+    readonly key: string | null,
+  ) {}
+
+  async request<T = any>(method: string, path: string, body?: unknown, rawBody?: string): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = {};
+    if (this.key) headers.authorization = `Bearer ${this.key}`;
+    if (body !== undefined || rawBody !== undefined) headers["content-type"] = "application/json";
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers,
+      body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed as T, headers: res.headers };
+  }
+
+  async create(body: Record<string, unknown> = {}): Promise<Session> {
+    const res = await this.request<Session>("POST", "/v1/sessions", body);
+    if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  async input(id: string, data: string): Promise<void> {
+    const res = await this.request("POST", `/v1/sessions/${id}/input`, { data });
+    if (res.status !== 202) throw new Error(`input failed: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+
+  async get(id: string): Promise<Session> {
+    const res = await this.request<Session>("GET", `/v1/sessions/${id}`);
+    if (res.status !== 200) throw new Error(`get failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  /** Deletes with purge, for cleanup; ignores sessions already gone. */
+  async destroy(id: string): Promise<void> {
+    await this.request("DELETE", `/v1/sessions/${id}?purge=true`);
+  }
+}
+
+/**
+ * `text` as a whole line of terminal output. A line starts after \n or \r: bash's
+ * bracketed-paste mode ends the echoed command with `\e[?2004l\r` before the output.
+ */
+export function line(text: string): RegExp {
+  return new RegExp(`[\r\n]${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\r\n`);
+}
+
+/** Resolves when `check` returns a value other than undefined/false; polls with a deadline. */
+export async function until<T>(check: () => T | Promise<T>, deadlineMs: number, what: string): Promise<NonNullable<T>> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false && value !== null) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export async function waitForRunners(url: string, runnerToken: string, count: number, deadlineMs = 30_000): Promise<void> {
+  await until(
+    async () => {
+      const res = await fetch(`${url}/internal/runners`, { headers: { authorization: `Bearer ${runnerToken}` } });
+      const body = (await res.json()) as { runners: unknown[] };
+      return body.runners.length >= count;
+    },
+    deadlineMs,
+    `${count} runner(s) to register`,
+  );
+}
+
+type Waiter = { check: () => boolean; resolve: () => void };
+
+/** A terminal client over the public WebSocket, framed mode unless `raw`. */
+export class TermClient {
+  readonly socket: WebSocket;
+  /** Output bytes received, starting at `startOffset`. */
+  private chunks: Buffer[] = [];
+  private size = 0;
+  startOffset: number | undefined;
+  nextOffset: number | undefined;
+  /** Frames whose offset did not continue the previous one: must stay empty. */
+  readonly offsetErrors: string[] = [];
+  readonly messages: any[] = [];
+  closeCode: number | undefined;
+  readonly opened: Promise<void>;
+  readonly closed: Promise<number>;
+  private waiters = new Set<Waiter>();
+
+  constructor(url: string, sessionId: string, key: string, options: { query?: string; protocols?: string[] } = {}) {
+    const wsUrl = `${url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect${options.query ? `?${options.query}` : ""}`;
+    this.socket = new WebSocket(wsUrl, options.protocols ?? [], { headers: { authorization: `Bearer ${key}` } });
+    this.opened = new Promise((resolve, reject) => {
+      this.socket.once("open", () => resolve());
+      this.socket.once("error", reject);
+    });
+    this.closed = new Promise((resolve) => {
+      this.socket.once("close", (code) => {
+        this.closeCode = code;
+        resolve(code);
+        this.notify();
+      });
+    });
+    const raw = options.query?.includes("mode=raw") || options.protocols?.includes("raw");
+    this.socket.on("message", (data: Buffer, isBinary) => {
+      if (!isBinary) this.messages.push(JSON.parse(data.toString("utf8")));
+      else if (raw) this.append(data);
+      else {
+        const frame = decodeFrame(new Uint8Array(data));
+        if (frame.op !== "output") this.offsetErrors.push(`unexpected frame ${frame.op}`);
+        else {
+          if (this.nextOffset !== undefined && frame.offset !== this.nextOffset) {
+            this.offsetErrors.push(`expected offset ${this.nextOffset}, got ${frame.offset}`);
+          }
+          this.startOffset ??= frame.offset;
+          this.nextOffset = frame.offset + frame.data.byteLength;
+          this.append(Buffer.from(frame.data));
+        }
+      }
+      this.notify();
+    });
+  }
+
+  private append(bytes: Buffer): void {
+    this.chunks.push(bytes);
+    this.size += bytes.byteLength;
+  }
+
+  get output(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.size)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  get text(): string {
+    return this.output.toString("utf8");
+  }
+
+  /** Output from absolute offset `from` on. */
+  bytesFrom(from: number): Buffer {
+    if (this.startOffset === undefined || from < this.startOffset) throw new Error(`no bytes before ${this.startOffset}`);
+    return this.output.subarray(from - this.startOffset);
+  }
+
+  send(input: string | Uint8Array): void {
+    const bytes = typeof input === "string" ? Buffer.from(input, "utf8") : input;
+    this.socket.send(encodeInput(bytes));
+  }
+
+  control(message: unknown): void {
+    this.socket.send(JSON.stringify(message));
+  }
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) {
+      if (waiter.check()) {
+        this.waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  /** Resolves once `check` holds, re-checked on every frame; rejects at the deadline. */
+  waitFor(check: () => boolean, what: string, deadlineMs = 15_000): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        check,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        reject(new Error(`timed out after ${deadlineMs} ms waiting for ${what}; output tail: ${JSON.stringify(this.text.slice(-400))}`));
+      }, deadlineMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  waitForOutput(pattern: RegExp | string, deadlineMs?: number): Promise<void> {
+    const test = typeof pattern === "string" ? (t: string) => t.includes(pattern) : (t: string) => pattern.test(t);
+    return this.waitFor(() => test(this.text), `output ${pattern}`, deadlineMs);
+  }
+
+  async waitForMessage(predicate: (m: any) => boolean, what: string, deadlineMs?: number): Promise<any> {
+    await this.waitFor(() => this.messages.some(predicate), what, deadlineMs);
+    return this.messages.find(predicate);
+  }
+
+  waitForClose(deadlineMs?: number): Promise<number> {
+    return this.waitFor(() => this.closeCode !== undefined, "close", deadlineMs).then(() => this.closeCode as number);
+  }
+
+  close(): Promise<number> {
+    if (this.closeCode === undefined) this.socket.close(1000);
+    return this.closed;
+  }
+}
+
+/** Pids still alive (not zombies) in the terminal session led by `sid`. */
+export function liveSessionProcesses(sid: number): number[] {
+  return sessionMembers(sid).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The parent pid of `pid` (which runner process owns a session). */
+export function parentPid(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+}

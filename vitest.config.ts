@@ -1,0 +1,47 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+// Three projects: pure logic in Node, the Worker inside workerd, and the whole stack
+// (wrangler dev + real runners + real bash) end to end.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["shared/**/*.test.ts", "runner/**/*.test.ts"],
+          environment: "node",
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                API_KEYS: "acme:acme-key,globex:sha256:f2a455b59b858a04c51108416af2042203cb6ac35fa4141fba4148bc856e78d4",
+                RUNNER_TOKEN: "runner-secret",
+                TOKEN_SECRET: "token-secret",
+                MAX_SESSIONS_PER_TENANT: "2",
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "worker",
+          include: ["worker/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 90_000,
+        },
+      },
+    ],
+  },
+});
