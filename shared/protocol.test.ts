@@ -49,7 +49,18 @@ function expectRejected<T>(schema: z.ZodType<T>, text: string, maxBytes?: number
 }
 
 describe("encodeOutput / decodeFrame", () => {
-  const offsets = [0, 1, 255, 256, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 40 + 5, 2 ** 52 + 3, Number.MAX_SAFE_INTEGER];
+  const offsets = [
+    0,
+    1,
+    255,
+    256,
+    2 ** 32 - 1,
+    2 ** 32,
+    2 ** 32 + 1,
+    2 ** 40 + 5,
+    2 ** 52 + 3,
+    Number.MAX_SAFE_INTEGER,
+  ];
 
   it.each(offsets)("round-trips offset %d", (offset) => {
     const payload = new TextEncoder().encode("hello");
@@ -62,7 +73,7 @@ describe("encodeOutput / decodeFrame", () => {
 
   it("writes the offset as a big-endian u64", () => {
     const frame = encodeOutput(2 ** 40 + 5, new Uint8Array());
-    expect(Array.from(frame)).toEqual([0x01, 0, 0, 0, 0x01, 0, 0, 0, 0x05]);
+    expect(Array.from(frame)).toEqual([0x01, 0, 0, 0x01, 0, 0, 0, 0, 0x05]);
     const max = encodeOutput(Number.MAX_SAFE_INTEGER, new Uint8Array());
     expect(Array.from(max)).toEqual([0x01, 0x00, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
   });
@@ -277,7 +288,9 @@ describe("parseMessage(ClientMessage)", () => {
   it("names the offending field in the reason", () => {
     expect(expectRejected(ClientMessage, '{"type":"resize","cols":0,"rows":24}')).toContain("cols");
   });
+});
 
+describe("parseMessage size limit", () => {
   it("measures the size limit in UTF-8 bytes, not UTF-16 code units", () => {
     // 1,500 "€" are 1,500 UTF-16 code units but 4,500 UTF-8 bytes: over the 4,096-byte limit.
     const text = JSON.stringify({ type: "failed", error: "€".repeat(1500) });
