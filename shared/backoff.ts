@@ -1,4 +1,5 @@
-// Reconnect delays: exponential with full jitter, capped (AWS architecture blog's "full jitter").
+// Reconnect delays: exponential growth, capped, with jitter between a small floor and the
+// ceiling so that runners restarted together do not redial in step.
 
 export interface BackoffOptions {
   baseMs?: number;
@@ -8,5 +9,6 @@ export interface BackoffOptions {
 
 export function backoffDelay(attempt: number, { baseMs = 100, maxMs = 5000, random = Math.random }: BackoffOptions = {}): number {
   const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 20));
-  return baseMs / 2 + random() * (ceiling - baseMs / 2);
+  const floor = Math.min(baseMs / 2, ceiling);
+  return floor + random() * (ceiling - floor);
 }

@@ -3,6 +3,7 @@
 // Pure functions only: used by the Worker (workerd), the runner (Node) and clients.
 import { z } from "zod";
 import { SESSION_STATUSES, SIGNALS, type Session } from "./session.js";
+import { utf8ByteLength } from "./utf8.js";
 
 /** First byte of every binary frame. */
 export const Op = {
@@ -96,7 +97,10 @@ export type ParseResult<T> = { ok: true; value: T } | { ok: false; reason: strin
 
 /** Parses a JSON text frame against a schema, with a size bound; never throws. */
 export function parseMessage<T>(schema: z.ZodType<T>, text: string, maxBytes = MAX_CONTROL_BYTES): ParseResult<T> {
-  if (text.length > maxBytes) return { ok: false, reason: `control message over ${maxBytes} bytes` };
+  // A UTF-16 unit is at least one UTF-8 byte and at most three: count only when it matters.
+  if (text.length > maxBytes || (text.length * 3 > maxBytes && utf8ByteLength(text) > maxBytes)) {
+    return { ok: false, reason: `control message over ${maxBytes} bytes` };
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);

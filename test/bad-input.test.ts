@@ -1,0 +1,183 @@
+// Bad input answers with the right status and code, and changes nothing.
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Session } from "../shared/session.js";
+import { TENANTS } from "./global-setup.js";
+import { Api, TermClient, line } from "./harness.js";
+
+const url = inject("edgeUrl");
+const acme = new Api(url, TENANTS.acme);
+const globex = new Api(url, TENANTS.globex);
+const clients: TermClient[] = [];
+let s: Session;
+
+const invalid = { error: { code: "INVALID_REQUEST", message: expect.any(String) } };
+
+beforeAll(async () => {
+  s = await acme.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], tags: ["bad-input"] });
+});
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await acme.destroy(s.id);
+});
+
+async function unchanged(): Promise<void> {
+  const now = await acme.get(s.id);
+  expect(now).toMatchObject({ status: "running", cols: 80, rows: 24 });
+  const list = await acme.request("GET", "/v1/sessions?tag=bad-input");
+  expect(list.body.sessions.map((x: Session) => x.id)).toEqual([s.id]);
+}
+
+describe("bad input", () => {
+  it("refuses malformed and out-of-range create requests with 400 and creates nothing", async () => {
+    const before = (await acme.request("GET", "/v1/sessions")).body.sessions.length;
+    const cases: [string | undefined, unknown][] = [
+      ["{", undefined],
+      ['{"cols": 80,', undefined],
+      [undefined, { cols: 0 }],
+      [undefined, { cols: 100000 }],
+      [undefined, { rows: 1001 }],
+      [undefined, { cols: "80" }],
+      [undefined, { cols: 80.5 }],
+      [undefined, { args: "ls" }],
+      [undefined, { env: { "BAD NAME": "x" } }],
+      [undefined, { id: "has space" }],
+      [undefined, { id: "x".repeat(65) }],
+      [undefined, { unknownField: true }],
+      [undefined, ["not", "an", "object"]],
+    ];
+    for (const [raw, body] of cases) {
+      const res = await acme.request("POST", "/v1/sessions", body, raw);
+      expect(res.status, `${raw ?? JSON.stringify(body)}`).toBe(400);
+      expect(res.body).toEqual(invalid);
+    }
+    expect((await acme.request("GET", "/v1/sessions")).body.sessions.length).toBe(before);
+  });
+
+  it("answers 401 without a key or with a wrong one, and 404 for unknown sessions and routes", async () => {
+    const anonymous = new Api(url, null);
+    const wrong = new Api(url, "not-a-key");
+    for (const api of [anonymous, wrong]) {
+      for (const [method, path] of [
+        ["GET", "/v1/sessions"],
+        ["POST", "/v1/sessions"],
+        ["GET", `/v1/sessions/${s.id}`],
+        ["DELETE", `/v1/sessions/${s.id}`],
+      ]) {
+        const res = await api.request(method, path);
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ error: { code: "UNAUTHORIZED", message: expect.any(String) } });
+      }
+    }
+    const missing = await acme.request("GET", "/v1/sessions/does-not-exist");
+    expect(missing).toMatchObject({ status: 404, body: { error: { code: "NOT_FOUND" } } });
+    expect((await acme.request("GET", "/v1/nothing-here")).status).toBe(404);
+    expect((await acme.request("POST", "/v1/sessions/no-such/input", { data: "x" })).status).toBe(404);
+    // The runner token is not an API key, and an API key opens no runner route.
+    expect((await acme.request("GET", "/internal/runners")).status).toBe(401);
+    await unchanged();
+  });
+
+  it("hides another tenant's session: 404 on every route, absent from lists", async () => {
+    const paths: [string, string, unknown?][] = [
+      ["GET", `/v1/sessions/${s.id}`],
+      ["POST", `/v1/sessions/${s.id}/input`, { data: "echo pwned\n" }],
+      ["POST", `/v1/sessions/${s.id}/resize`, { cols: 100, rows: 40 }],
+      ["POST", `/v1/sessions/${s.id}/signal`, { signal: "SIGKILL" }],
+      ["GET", `/v1/sessions/${s.id}/wait?timeoutSec=0`],
+      ["DELETE", `/v1/sessions/${s.id}`],
+    ];
+    for (const [method, path, body] of paths) {
+      const res = await globex.request(method, path, body);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body).toEqual({ error: { code: "NOT_FOUND", message: expect.any(String) } });
+    }
+    const list = await globex.request("GET", "/v1/sessions");
+    expect(list.body.sessions.map((x: Session) => x.id)).not.toContain(s.id);
+    const socket = new TermClient(url, s.id, TENANTS.globex);
+    clients.push(socket);
+    expect(await socket.waitForClose()).toBe(4004);
+    expect(socket.messages).toEqual([{ type: "error", code: "NOT_FOUND", message: expect.any(String) }]);
+    await unchanged();
+  });
+
+  it("refuses bad input, resize and signal bodies, and oversized input, leaving the session as it was", async () => {
+    const base = `/v1/sessions/${s.id}`;
+    const bad: [string, unknown][] = [
+      ["input", {}],
+      ["input", { data: 42 }],
+      ["input", { data: "aGk=", encoding: "hex" }],
+      ["input", { data: "not base64!", encoding: "base64" }],
+      ["resize", { cols: 0, rows: 24 }],
+      ["resize", { cols: 100000, rows: 24 }],
+      ["resize", { cols: 80 }],
+      ["signal", { signal: "SIGFOO" }],
+      ["signal", {}],
+    ];
+    for (const [route, body] of bad) {
+      const res = await acme.request("POST", `${base}/${route}`, body);
+      expect(res.status, `${route} ${JSON.stringify(body)}`).toBe(400);
+      expect(res.body).toEqual(invalid);
+    }
+    expect((await acme.request("GET", `${base}/wait?timeoutSec=301`)).status).toBe(400);
+    expect((await acme.request("GET", `${base}/wait?timeoutSec=soon`)).status).toBe(400);
+
+    const tooBig = await acme.request("POST", `${base}/input`, { data: "x".repeat(65537) });
+    expect(tooBig).toMatchObject({ status: 413, body: { error: { code: "PAYLOAD_TOO_LARGE" } } });
+    const tooBig64 = await acme.request("POST", `${base}/input`, {
+      data: Buffer.alloc(65537).toString("base64"),
+      encoding: "base64",
+    });
+    expect(tooBig64.status).toBe(413);
+    const hugeBody = await acme.request("POST", `${base}/input`, undefined, JSON.stringify({ data: "y".repeat(1 << 20) }));
+    expect(hugeBody.status).toBe(413);
+    await unchanged();
+
+    // The session still works.
+    const client = new TermClient(url, s.id, TENANTS.acme);
+    clients.push(client);
+    await client.opened;
+    const command = Buffer.from("echo ok-$((2+3))\n");
+    const ok = await acme.request("POST", `${base}/input`, { data: command.toString("base64"), encoding: "base64" });
+    expect(ok).toMatchObject({ status: 202, body: { bytes: command.byteLength } });
+    await client.waitForOutput(line("ok-5"));
+  });
+
+  it("answers garbage WebSocket frames with error messages and keeps the session working", async () => {
+    const client = new TermClient(url, s.id, TENANTS.acme);
+    clients.push(client);
+    await client.opened;
+    await client.waitForMessage((m) => m.type === "live", "live");
+    const garbage: (string | Buffer)[] = [
+      Buffer.from([]),
+      Buffer.from([0x07, 1, 2, 3]),
+      Buffer.from([0x01, 0, 0]), // an output frame from a client
+      Buffer.from([0xff]),
+      "not json",
+      "{}",
+      '{"type":"resize","cols":0,"rows":10}',
+      '{"type":"resize","cols":"80","rows":24}',
+      '{"type":"signal","signal":"SIGNOPE"}',
+      '{"type":"launch-missiles"}',
+      JSON.stringify({ type: "ping", pad: "x".repeat(5000) }),
+      Buffer.concat([Buffer.from([0x02]), Buffer.alloc(65537, 0x61)]), // input over MAX_INPUT_BYTES
+    ];
+    for (const frame of garbage) client.socket.send(frame);
+    await client.waitFor(() => client.messages.filter((m) => m.type === "error").length === garbage.length, "one error per garbage frame");
+    const errors = client.messages.filter((m) => m.type === "error");
+    expect(errors.map((e) => e.code)).toEqual([...Array(garbage.length - 1).fill("INVALID_REQUEST"), "PAYLOAD_TOO_LARGE"]);
+
+    client.control({ type: "ping" });
+    await client.waitForMessage((m) => m.type === "pong", "pong");
+    client.send("echo still-$((6*7))\n");
+    await client.waitForOutput(line("still-42"));
+    expect(client.closeCode).toBeUndefined();
+    await unchanged();
+  });
+
+  it("refuses a duplicate id with 409 CONFLICT and leaves the first session alone", async () => {
+    const res = await acme.request("POST", "/v1/sessions", { id: s.id });
+    expect(res).toMatchObject({ status: 409, body: { error: { code: "CONFLICT" } } });
+    await unchanged();
+  });
+});
