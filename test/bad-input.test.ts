@@ -1,5 +1,6 @@
 // Bad input answers with the right status and code, and changes nothing.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import WebSocket from "ws";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, TermClient, line } from "./harness.js";
@@ -46,6 +47,13 @@ describe("bad input", () => {
       [undefined, { unknownField: true }],
       [undefined, ["not", "an", "object"]],
     ];
+    const notJson = await fetch(`${url}/v1/sessions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TENANTS.acme}`, "content-type": "application/x-www-form-urlencoded" },
+      body: '{"command":"/bin/ls"}',
+    });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toEqual(invalid);
     for (const [raw, body] of cases) {
       const res = await acme.request("POST", "/v1/sessions", body, raw);
       expect(res.status, `${raw ?? JSON.stringify(body)}`).toBe(400);
@@ -73,8 +81,21 @@ describe("bad input", () => {
     expect(missing).toMatchObject({ status: 404, body: { error: { code: "NOT_FOUND" } } });
     expect((await acme.request("GET", "/v1/nothing-here")).status).toBe(404);
     expect((await acme.request("POST", "/v1/sessions/no-such/input", { data: "x" })).status).toBe(404);
-    // The runner token is not an API key, and an API key opens no runner route.
+    // The runner token is not an API key, and an API key opens no runner route: runner
+    // routes refuse with plain HTTP, even for an upgrade.
     expect((await acme.request("GET", "/internal/runners")).status).toBe(401);
+    const status = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(`${url.replace("http", "ws")}/internal/runners/connect`, {
+        headers: { authorization: `Bearer ${TENANTS.acme}` },
+      });
+      ws.on("unexpected-response", (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        ws.terminate();
+      });
+      ws.on("open", () => reject(new Error("an API key opened a runner socket")));
+      ws.on("error", () => {});
+    });
+    expect(status).toBe(401);
     await unchanged();
   });
 
@@ -95,9 +116,12 @@ describe("bad input", () => {
     const list = await globex.request("GET", "/v1/sessions");
     expect(list.body.sessions.map((x: Session) => x.id)).not.toContain(s.id);
     const socket = new TermClient(url, s.id, TENANTS.globex);
-    clients.push(socket);
+    const rawSocket = new TermClient(url, s.id, TENANTS.globex, { protocols: ["raw"] });
+    clients.push(socket, rawSocket);
     expect(await socket.waitForClose()).toBe(4004);
     expect(socket.messages).toEqual([{ type: "error", code: "NOT_FOUND", message: expect.any(String) }]);
+    expect(await rawSocket.waitForClose()).toBe(4004);
+    expect(rawSocket.messages).toEqual([]);
     await unchanged();
   });
 

@@ -29,13 +29,24 @@ const CLOSE_FOR: Partial<Record<ErrorCode, number>> = {
   INTERNAL: 1011,
 };
 
-/** Browsers cannot read a refused handshake's status, so refusals are close codes (DESIGN §5). */
-export function refuseSocket(error: ApiError, framed: boolean): Response {
+/** Whether a client upgrade asked for raw mode, by query or by subprotocol. */
+export function wantsRaw(request: Request): { raw: boolean; subprotocol: boolean } {
+  const subprotocol = (request.headers.get("sec-websocket-protocol") ?? "").split(",").some((p) => p.trim() === "raw");
+  return { raw: subprotocol || new URL(request.url).searchParams.get("mode") === "raw", subprotocol };
+}
+
+/**
+ * Browsers cannot read a refused handshake's status, so a client's refusal is a socket that
+ * opens, says why (framed mode) and closes with the matching code (DESIGN §5).
+ */
+export function refuseSocket(error: ApiError, request: Request): Response {
+  const { raw, subprotocol } = wantsRaw(request);
   const { 0: client, 1: server } = new WebSocketPair();
   server.accept();
-  if (framed) server.send(JSON.stringify({ type: "error", code: error.code, message: error.message }));
+  if (!raw) server.send(JSON.stringify({ type: "error", code: error.code, message: error.message }));
   server.close(CLOSE_FOR[error.code] ?? 1008, error.message.slice(0, 120));
-  return new Response(null, { status: 101, webSocket: client });
+  const headers = subprotocol ? { "sec-websocket-protocol": "raw" } : undefined;
+  return new Response(null, { status: 101, webSocket: client, headers });
 }
 
 export function renderError(err: unknown, c: Context): Response {
@@ -43,8 +54,9 @@ export function renderError(err: unknown, c: Context): Response {
   if (error.code === "INTERNAL") {
     log.error("http.error", { method: c.req.method, path: c.req.path, error: err });
   }
-  if (c.req.header("upgrade")?.toLowerCase() === "websocket") {
-    return refuseSocket(error, c.req.query("mode") !== "raw");
+  // Runner routes answer plain HTTP errors: a runner reads the status and backs off.
+  if (c.req.header("upgrade")?.toLowerCase() === "websocket" && c.req.path.startsWith("/v1/")) {
+    return refuseSocket(error, c.req.raw);
   }
   const headers: Record<string, string> = {};
   if (error.retryAfterSec !== undefined) headers["retry-after"] = String(error.retryAfterSec);

@@ -24,7 +24,7 @@ import {
   isTerminal,
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
-import { refuseSocket } from "./errors.js";
+import { refuseSocket, wantsRaw } from "./errors.js";
 
 export interface CreateRequest {
   tenant: string;
@@ -194,10 +194,10 @@ export class PtySession extends DurableObject<Env> {
   private acceptClient(request: Request): Response {
     const framed = request.headers.get("x-ptyb-mode") !== "raw";
     const stored = this.stored;
-    if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), framed);
+    if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
     const max = limits(this.env).maxClientsPerSession;
     if (this.ctx.getWebSockets(Tag.Client).length >= max) {
-      return refuseSocket(new ApiError("QUOTA_EXCEEDED", `at most ${max} clients per session`), framed);
+      return refuseSocket(new ApiError("QUOTA_EXCEEDED", `at most ${max} clients per session`), request);
     }
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [Tag.Client, framed ? Tag.Framed : Tag.Raw]);
@@ -210,7 +210,7 @@ export class PtySession extends DurableObject<Env> {
       closeQuietly(server, CloseCode.SessionEnded, "session ended");
     }
     const headers = new Headers();
-    if (request.headers.get("x-ptyb-subprotocol") === "raw") headers.set("sec-websocket-protocol", "raw");
+    if (wantsRaw(request).subprotocol) headers.set("sec-websocket-protocol", "raw");
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 

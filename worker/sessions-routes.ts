@@ -7,6 +7,7 @@ import type { z } from "zod";
 import { ApiError, unwrap } from "../shared/errors.js";
 import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS, type Session } from "../shared/session.js";
 import { type AuthVariables, requireApiKey } from "./auth.js";
+import { wantsRaw } from "./errors.js";
 import { type Env, limits, sessionStub, tenantStub } from "./env.js";
 import {
   ConnectQuery,
@@ -52,6 +53,16 @@ function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
 export const sessionRoutes = new Hono<App>();
 
 sessionRoutes.use("*", requireApiKey);
+
+// A body sent as anything but JSON would otherwise be read as `{}` and silently ignored.
+sessionRoutes.use("*", async (c, next) => {
+  const hasBody = c.req.header("content-length") !== undefined && c.req.header("content-length") !== "0";
+  const type = c.req.header("content-type") ?? "";
+  if ((hasBody || c.req.header("transfer-encoding")) && !/^application\/json\b/i.test(type)) {
+    throw new ApiError("INVALID_REQUEST", "send the body as JSON with Content-Type: application/json");
+  }
+  await next();
+});
 
 // JSON bodies are small; input is the largest (base64 or escaped text of MAX_INPUT_BYTES).
 sessionRoutes.use("*", async (c, next) =>
@@ -151,15 +162,11 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
-  const { from, mode } = c.req.valid("query");
-  const protocols = (c.req.header("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
-  const raw = mode === "raw" || protocols.includes("raw");
+  c.req.valid("query"); // `from` is validated now; replay by offset arrives with the output log
+  const { raw } = wantsRaw(c.req.raw);
   const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
-  // The object reads who is connecting from these headers; callers cannot reach it directly.
+  // The object reads how the client connects from this header; callers cannot reach it directly.
   const headers = new Headers(c.req.raw.headers);
-  headers.set("x-ptyb-role", "owner");
   headers.set("x-ptyb-mode", raw ? "raw" : "framed");
-  headers.set("x-ptyb-from", from ?? "");
-  headers.set("x-ptyb-subprotocol", protocols.includes("raw") ? "raw" : "");
   return stub.fetch(new Request("https://session/connect", { headers }));
 });
