@@ -19,7 +19,8 @@ export default defineConfig({
             wrangler: { configPath: "./wrangler.toml" },
             miniflare: {
               bindings: {
-                API_KEYS: "acme:acme-key,globex:sha256:f2a455b59b858a04c51108416af2042203cb6ac35fa4141fba4148bc856e78d4",
+                API_KEYS:
+                  "acme:acme-key,globex:sha256:f2a455b59b858a04c51108416af2042203cb6ac35fa4141fba4148bc856e78d4",
                 RUNNER_TOKEN: "runner-secret",
                 TOKEN_SECRET: "token-secret",
                 MAX_SESSIONS_PER_TENANT: "2",

@@ -13,7 +13,12 @@ const Env = z.object({
   /** How long output may wait to be coalesced into one frame. */
   COALESCE_MS: z.coerce.number().min(0).max(1000).default(4),
   /** Largest coalesced frame payload. */
-  COALESCE_BYTES: z.coerce.number().int().min(1024).max(1 << 20).default(64 * 1024),
+  COALESCE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1 << 20)
+    .default(64 * 1024),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
 });
 

@@ -2,7 +2,14 @@
 // process on its PTY, and the coalescer between them.
 import WebSocket from "ws";
 import { log } from "../shared/log.js";
-import { EdgeLinkMessage, type PoolMessage, type RunnerLinkMessage, decodeFrame, encodeOutput, parseMessage } from "../shared/protocol.js";
+import {
+  EdgeLinkMessage,
+  type PoolMessage,
+  type RunnerLinkMessage,
+  decodeFrame,
+  encodeOutput,
+  parseMessage,
+} from "../shared/protocol.js";
 import { Coalescer } from "./coalescer.js";
 import type { RunnerConfig } from "./config.js";
 import { sessionCwd, sessionEnv } from "./environment.js";

@@ -35,9 +35,7 @@ export interface PtyOptions {
   rows: number;
 }
 
-const SIGNAL_NAMES = new Map<number, string>(
-  Object.entries(constants.signals).map(([name, num]) => [num, name]),
-);
+const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
 
 export function spawnPty(options: PtyOptions): PtyProcess {
   const term = nodePty.spawn(options.command, options.args, {

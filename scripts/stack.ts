@@ -127,7 +127,13 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     TOKEN_SECRET: options.tokenSecret ?? secret(),
     ...options.vars,
   };
-  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join("\n"), { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    Object.entries(vars)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join("\n"),
+    { mode: 0o600 },
+  );
   const args = [
     join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
     "dev",
@@ -145,7 +151,12 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     "--log-level",
     "warn",
   ];
-  const proc = manage(process.execPath, args, { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" }, options.echo);
+  const proc = manage(
+    process.execPath,
+    args,
+    { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+    options.echo,
+  );
   void proc.exited.then(() => rmSync(scratch, { recursive: true, force: true }));
   const url = `http://127.0.0.1:${port}`;
   try {

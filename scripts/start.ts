@@ -10,12 +10,26 @@ if (!apiKeys) {
 }
 const runnerToken = process.env.RUNNER_TOKEN ?? secret();
 const tokenSecret = process.env.TOKEN_SECRET ?? secret();
-const passThrough = ["MAX_SESSIONS_PER_TENANT", "MAX_CLIENTS_PER_SESSION", "MAX_INPUT_BYTES", "MAX_CLIENT_LAG_BYTES", "LOG_LEVEL"];
+const passThrough = [
+  "MAX_SESSIONS_PER_TENANT",
+  "MAX_CLIENTS_PER_SESSION",
+  "MAX_INPUT_BYTES",
+  "MAX_CLIENT_LAG_BYTES",
+  "LOG_LEVEL",
+];
 const vars = Object.fromEntries(passThrough.filter((k) => process.env[k]).map((k) => [k, process.env[k] as string]));
 
 const started = performance.now();
 console.log(`starting the edge on 127.0.0.1:${port} …`);
-const edge = await startEdge({ port, apiKeys, runnerToken, tokenSecret, vars, persistTo: ".wrangler/state", echo: true });
+const edge = await startEdge({
+  port,
+  apiKeys,
+  runnerToken,
+  tokenSecret,
+  vars,
+  persistTo: ".wrangler/state",
+  echo: true,
+});
 const runner = startRunner({ brokerUrl: edge.url, runnerToken, echo: true });
 
 let stopping = false;

@@ -153,7 +153,12 @@ describe("bad input", () => {
       encoding: "base64",
     });
     expect(tooBig64.status).toBe(413);
-    const hugeBody = await acme.request("POST", `${base}/input`, undefined, JSON.stringify({ data: "y".repeat(1 << 20) }));
+    const hugeBody = await acme.request(
+      "POST",
+      `${base}/input`,
+      undefined,
+      JSON.stringify({ data: "y".repeat(1 << 20) }),
+    );
     expect(hugeBody.status).toBe(413);
     await unchanged();
 
@@ -187,9 +192,15 @@ describe("bad input", () => {
       Buffer.concat([Buffer.from([0x02]), Buffer.alloc(65537, 0x61)]), // input over MAX_INPUT_BYTES
     ];
     for (const frame of garbage) client.socket.send(frame);
-    await client.waitFor(() => client.messages.filter((m) => m.type === "error").length === garbage.length, "one error per garbage frame");
+    await client.waitFor(
+      () => client.messages.filter((m) => m.type === "error").length === garbage.length,
+      "one error per garbage frame",
+    );
     const errors = client.messages.filter((m) => m.type === "error");
-    expect(errors.map((e) => e.code)).toEqual([...Array(garbage.length - 1).fill("INVALID_REQUEST"), "PAYLOAD_TOO_LARGE"]);
+    expect(errors.map((e) => e.code)).toEqual([
+      ...Array(garbage.length - 1).fill("INVALID_REQUEST"),
+      "PAYLOAD_TOO_LARGE",
+    ]);
 
     client.control({ type: "ping" });
     await client.waitForMessage((m) => m.type === "pong", "pong");

@@ -30,7 +30,7 @@ describe("fan-out", () => {
     const liveB = await b.waitForMessage((m) => m.type === "live", "live");
 
     // Output with multi-byte characters, enough to span many frames.
-    a.send("for i in $(seq 1 3000); do echo \"line $i é€😀\"; done; echo fan-out-done\n");
+    a.send('for i in $(seq 1 3000); do echo "line $i é€😀"; done; echo fan-out-done\n');
     await a.waitForOutput(line("fan-out-done"));
     await b.waitForOutput(line("fan-out-done"));
     expect(a.offsetErrors).toEqual([]);

@@ -12,7 +12,9 @@ let runner: ManagedProcess | undefined;
 export async function setup(project: TestProject): Promise<void> {
   const runnerToken = secret();
   edge = await startEdge({
-    apiKeys: Object.entries(TENANTS).map(([t, k]) => `${t}:${k}`).join(","),
+    apiKeys: Object.entries(TENANTS)
+      .map(([t, k]) => `${t}:${k}`)
+      .join(","),
     runnerToken,
     vars: { MAX_INPUT_BYTES: "65536" },
   });

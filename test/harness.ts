@@ -79,7 +79,12 @@ export async function until<T>(check: () => T | Promise<T>, deadlineMs: number, 
   }
 }
 
-export async function waitForRunners(url: string, runnerToken: string, count: number, deadlineMs = 30_000): Promise<void> {
+export async function waitForRunners(
+  url: string,
+  runnerToken: string,
+  count: number,
+  deadlineMs = 30_000,
+): Promise<void> {
   await until(
     async () => {
       const res = await fetch(`${url}/internal/runners`, { headers: { authorization: `Bearer ${runnerToken}` } });
@@ -159,7 +164,8 @@ export class TermClient {
 
   /** Output from absolute offset `from` on. */
   bytesFrom(from: number): Buffer {
-    if (this.startOffset === undefined || from < this.startOffset) throw new Error(`no bytes before ${this.startOffset}`);
+    if (this.startOffset === undefined || from < this.startOffset)
+      throw new Error(`no bytes before ${this.startOffset}`);
     return this.output.subarray(from - this.startOffset);
   }
 
@@ -194,7 +200,11 @@ export class TermClient {
       };
       const timer = setTimeout(() => {
         this.waiters.delete(waiter);
-        reject(new Error(`timed out after ${deadlineMs} ms waiting for ${what}; output tail: ${JSON.stringify(this.text.slice(-400))}`));
+        reject(
+          new Error(
+            `timed out after ${deadlineMs} ms waiting for ${what}; output tail: ${JSON.stringify(this.text.slice(-400))}`,
+          ),
+        );
       }, deadlineMs);
       this.waiters.add(waiter);
     });

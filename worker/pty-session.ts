@@ -106,7 +106,13 @@ export class PtySession extends DurableObject<Env> {
     const started = settleWithin<StartOutcome>(limits(this.env).startTimeoutMs, "timeout", (resolve) => {
       this.startWaiter = resolve;
     });
-    const placed = await poolStub(this.env).place({ type: "spawn", key: sessionKey(tenant, id), tenant, sessionId: id, spec });
+    const placed = await poolStub(this.env).place({
+      type: "spawn",
+      key: sessionKey(tenant, id),
+      tenant,
+      sessionId: id,
+      spec,
+    });
     if (isFailure(placed)) {
       this.startWaiter?.("failed");
       this.stored = undefined;
@@ -238,7 +244,12 @@ export class PtySession extends DurableObject<Env> {
   }
 
   async webSocketError(ws: WebSocket, error: unknown): Promise<void> {
-    log.warn("session.socket", { key: this.keyForLog(), outcome: "error", link: this.ctx.getTags(ws).includes(Tag.Link), error });
+    log.warn("session.socket", {
+      key: this.keyForLog(),
+      outcome: "error",
+      link: this.ctx.getTags(ws).includes(Tag.Link),
+      error,
+    });
   }
 
   private async onLinkMessage(message: string | ArrayBuffer): Promise<void> {
@@ -249,7 +260,12 @@ export class PtySession extends DurableObject<Env> {
         return;
       }
       if (frame.offset !== this.offset) {
-        log.warn("link.frame", { key: this.keyForLog(), outcome: "offset_mismatch", expected: this.offset, got: frame.offset });
+        log.warn("link.frame", {
+          key: this.keyForLog(),
+          outcome: "offset_mismatch",
+          expected: this.offset,
+          got: frame.offset,
+        });
       }
       this.offset = frame.offset + frame.data.byteLength;
       this.ctx.storage.kv.put("offset", this.offset);

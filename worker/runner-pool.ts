@@ -38,7 +38,10 @@ export class RunnerPool extends DurableObject<Env> {
   place(order: Extract<PoolMessage, { type: "spawn" }>): { runnerId: string } | Failure {
     const candidates = this.live()
       .filter(({ info }) => info.sessions < info.capacity)
-      .sort((a, b) => a.info.sessions / a.info.capacity - b.info.sessions / b.info.capacity || a.info.sessions - b.info.sessions);
+      .sort(
+        (a, b) =>
+          a.info.sessions / a.info.capacity - b.info.sessions / b.info.capacity || a.info.sessions - b.info.sessions,
+      );
     for (const { ws, info } of candidates) {
       try {
         ws.send(JSON.stringify(order));
@@ -105,7 +108,10 @@ export class RunnerPool extends DurableObject<Env> {
     for (const ws of this.ctx.getWebSockets("runner")) {
       const att = ws.deserializeAttachment() as RunnerAttachment;
       if (ws.readyState !== WebSocket.OPEN || !att.runnerId) continue;
-      live.push({ ws, info: { runnerId: att.runnerId, capacity: att.capacity, sessions: counts.get(att.runnerId) ?? 0 } });
+      live.push({
+        ws,
+        info: { runnerId: att.runnerId, capacity: att.capacity, sessions: counts.get(att.runnerId) ?? 0 },
+      });
     }
     return live;
   }

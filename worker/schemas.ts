@@ -11,7 +11,13 @@ export const CreateSessionBody = z.strictObject({
   args: z.array(z.string().max(65536)).max(1024).optional(),
   cwd: z.string().min(1).max(4096).optional(),
   env: z
-    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "env names are letters, digits and _").max(256), z.string().max(65536))
+    .record(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "env names are letters, digits and _")
+        .max(256),
+      z.string().max(65536),
+    )
     .refine((env) => Object.keys(env).length <= 256, "at most 256 env variables")
     .optional(),
   cols: dimension.optional(),
@@ -19,7 +25,12 @@ export const CreateSessionBody = z.strictObject({
   id: z.string().regex(SESSION_ID, "id is 1 to 64 of A-Z a-z 0-9 _ -").optional(),
   tags: z.array(z.string().min(1).max(128)).max(32).optional(),
   label: z.string().max(256).optional(),
-  timeoutSec: z.number().int().min(1).max(7 * 24 * 3600).optional(),
+  timeoutSec: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .optional(),
 });
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 

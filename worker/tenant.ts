@@ -54,8 +54,6 @@ export class Tenant extends DurableObject<Env> {
     const rows = this.sql
       .exec<{ id: string; tags: string }>("SELECT id, tags FROM sessions ORDER BY created_at, seq")
       .toArray();
-    return rows
-      .filter((r) => tag === null || (JSON.parse(r.tags) as string[]).includes(tag))
-      .map((r) => r.id);
+    return rows.filter((r) => tag === null || (JSON.parse(r.tags) as string[]).includes(tag)).map((r) => r.id);
   }
 }

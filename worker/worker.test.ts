@@ -1,0 +1,77 @@
+// The Worker and its Durable Objects inside workerd (vitest-pool-workers), without runners:
+// auth, validation, the error shape, placement with no runner, and the tenant index.
+import { env, exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Env } from "./env.js";
+
+const testEnv = env as unknown as Env;
+const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
+
+function call(path: string, init: RequestInit & { key?: string } = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (init.key) headers.set("authorization", `Bearer ${init.key}`);
+  if (init.body) headers.set("content-type", "application/json");
+  return worker.fetch(new Request(`http://edge${path}`, { ...init, headers }));
+}
+
+describe("edge Worker in workerd", () => {
+  it("answers /healthz without auth", async () => {
+    const res = await call("/healthz");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+  });
+
+  it("renders 401 with the error shape, and accepts plain and sha256-configured keys", async () => {
+    const none = await call("/v1/sessions");
+    expect(none.status).toBe(401);
+    expect(await none.json()).toEqual({ error: { code: "UNAUTHORIZED", message: expect.any(String) } });
+    expect((await call("/v1/sessions", { key: "acme-key" })).status).toBe(200);
+    expect((await call("/v1/sessions", { key: "globex-key" })).status).toBe(200);
+    expect((await call("/v1/sessions", { key: "acme-key-" })).status).toBe(401);
+    // The runner token is not an API key.
+    expect((await call("/v1/sessions", { key: "runner-secret" })).status).toBe(401);
+  });
+
+  it("answers 503 NO_RUNNER at once when no runner is connected, leaving nothing behind", async () => {
+    const res = await call("/v1/sessions", { method: "POST", key: "acme-key", body: JSON.stringify({ id: "lonely" }) });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: { code: "NO_RUNNER", message: expect.any(String) } });
+    expect(await (await call("/v1/sessions", { key: "acme-key" })).json()).toEqual({ sessions: [] });
+    expect((await call("/v1/sessions/lonely", { key: "acme-key" })).status).toBe(404);
+  });
+
+  it("validates bodies with zod before touching any object", async () => {
+    const res = await call("/v1/sessions", { method: "POST", key: "acme-key", body: JSON.stringify({ rows: 0 }) });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("INVALID_REQUEST");
+    expect(body.error.message).toMatch(/^rows: /);
+  });
+
+  it("keeps the tenant index: unique ids, quota on sessions not yet ended, creation order", async () => {
+    const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("acme-index"));
+    expect(await tenant.reserve("a", "2026-01-01T00:00:00.000Z", ["x"], 2)).toEqual({ ok: true });
+    expect(await tenant.reserve("a", "2026-01-01T00:00:01.000Z", [], 2)).toMatchObject({
+      failure: { code: "CONFLICT" },
+    });
+    expect(await tenant.reserve("b", "2026-01-01T00:00:02.000Z", [], 2)).toEqual({ ok: true });
+    expect(await tenant.reserve("c", "2026-01-01T00:00:03.000Z", [], 2)).toMatchObject({
+      failure: { code: "QUOTA_EXCEEDED", retryAfterSec: 5 },
+    });
+    await tenant.setStatus("a", "running");
+    await tenant.setStatus("a", "exited");
+    await tenant.setStatus("a", "running"); // never backwards
+    expect(await tenant.reserve("c", "2026-01-01T00:00:03.000Z", [], 2)).toEqual({ ok: true });
+    expect(await tenant.list(null)).toEqual(["a", "b", "c"]);
+    expect(await tenant.list("x")).toEqual(["a"]);
+    await tenant.remove("b");
+    expect(await tenant.list(null)).toEqual(["a", "c"]);
+  });
+
+  it("refuses runner sockets without RUNNER_TOKEN with plain HTTP 401", async () => {
+    const res = await call("/internal/runners/connect", { key: "acme-key", headers: { upgrade: "websocket" } });
+    expect(res.status).toBe(401);
+    const ok = await call("/internal/runners", { key: "runner-secret" });
+    expect(await ok.json()).toEqual({ runners: [] });
+  });
+});
