@@ -13,6 +13,7 @@ const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],
   onSpawn(message) {
     if (sessions.has(message.key)) return log.warn("runner.spawn", { key: message.key, outcome: "duplicate" });
+    if (stopping) return log.warn("runner.spawn", { key: message.key, outcome: "stopping" });
     const session = new HostedSession(config, message, (key) => {
       sessions.delete(key);
       control.send({ type: "released", key });

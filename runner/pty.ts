@@ -1,8 +1,8 @@
 // The one module that imports node-pty: spawns a process on a pseudo-terminal and
 // exposes only what a hosted session needs.
-import { readFileSync } from "node:fs";
 import { constants } from "node:os";
 import * as nodePty from "node-pty";
+import { statFields } from "./proc.js";
 
 export interface PtyExit {
   /** null when the process was ended by a signal */
@@ -81,18 +81,8 @@ export function spawnPty(options: PtyOptions): PtyProcess {
   };
 }
 
-/**
- * The terminal's foreground process group (`tpgid`, field 8 of /proc/PID/stat).
- * The session's process leads its own session, so its own group is the fallback.
- */
+/** The terminal's foreground process group (tpgid); the session's own group as a fallback. */
 function foregroundGroup(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses: fields follow the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const tpgid = Number(fields[5]);
-    return tpgid > 0 ? tpgid : pid;
-  } catch {
-    return pid;
-  }
+  const tpgid = Number(statFields(pid)?.[5]);
+  return tpgid > 0 ? tpgid : pid;
 }

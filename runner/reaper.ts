@@ -1,7 +1,8 @@
 // Makes sure nothing a session started outlives it: every process in the session's
 // terminal session (sid = the session leader's pid) gets SIGKILL.
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { log } from "../shared/log.js";
+import { statFields } from "./proc.js";
 
 /** Pids whose session id is `sid`, read from /proc (Linux). */
 export function sessionMembers(sid: number): number[] {
@@ -13,14 +14,7 @@ export function sessionMembers(sid: number): number[] {
     return members;
   }
   for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[3]) === sid) members.push(Number(entry));
-    } catch {
-      // the process ended while we looked
-    }
+    if (/^\d+$/.test(entry) && Number(statFields(Number(entry))?.[3]) === sid) members.push(Number(entry));
   }
   return members;
 }

@@ -1,9 +1,9 @@
 // Helpers for end-to-end tests: a small REST client, a WebSocket terminal client that checks
 // offsets as frames arrive, and deadline-bound waits driven by events (never fixed sleeps).
-import { readFileSync } from "node:fs";
 import WebSocket from "ws";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
 import type { Session } from "../shared/session.js";
+import { statFields } from "../runner/proc.js";
 import { sessionMembers } from "../runner/reaper.js";
 
 export interface ApiResponse<T = unknown> {
@@ -233,17 +233,12 @@ export class TermClient {
 /** Pids still alive (not zombies) in the terminal session led by `sid`. */
 export function liveSessionProcesses(sid: number): number[] {
   return sessionMembers(sid).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-    } catch {
-      return false;
-    }
+    const state = statFields(pid)?.[0];
+    return state !== undefined && state !== "Z";
   });
 }
 
 /** The parent pid of `pid` (which runner process owns a session). */
 export function parentPid(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  return Number(statFields(pid)?.[1]);
 }

@@ -25,6 +25,7 @@ import {
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
+import { closeQuietly, sendQuietly } from "./sockets.js";
 
 export interface CreateRequest {
   tenant: string;
@@ -440,21 +441,4 @@ export class PtySession extends DurableObject<Env> {
 
 function sendJson(ws: WebSocket, message: ServerMessage): void {
   sendQuietly(ws, JSON.stringify(message));
-}
-
-/** A socket may close between the listing and the send; that is not an error here. */
-function sendQuietly(ws: WebSocket, data: string | ArrayBuffer | ArrayBufferView): void {
-  try {
-    ws.send(data);
-  } catch {
-    // closed meanwhile
-  }
-}
-
-function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // already closed
-  }
 }

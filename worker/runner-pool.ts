@@ -6,6 +6,7 @@ import { type Failure, fail } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import { type PoolMessage, RunnerControlMessage, parseMessage } from "../shared/protocol.js";
 import type { Env } from "./env.js";
+import { closeQuietly } from "./sockets.js";
 
 interface RunnerAttachment {
   runnerId: string | null;
@@ -91,6 +92,9 @@ export class RunnerPool extends DurableObject<Env> {
     try {
       closeQuietly(ws, 1000, "closed");
       const att = ws.deserializeAttachment() as RunnerAttachment;
+      // A runner that comes back re-registers the sessions it still hosts.
+      const replaced = this.live().some(({ info }) => info.runnerId === att.runnerId);
+      if (att.runnerId && !replaced) this.sql.exec("DELETE FROM placements WHERE runner_id = ?", att.runnerId);
       log.info("pool.disconnected", { runnerId: att.runnerId, code });
     } catch (error) {
       log.error("pool.socket", { outcome: "close_error", error });
@@ -114,13 +118,5 @@ export class RunnerPool extends DurableObject<Env> {
       });
     }
     return live;
-  }
-}
-
-function closeQuietly(ws: WebSocket, code: number, reason: string): void {
-  try {
-    ws.close(code, reason);
-  } catch {
-    // already closed
   }
 }
