@@ -1,0 +1,48 @@
+// The output log: every output byte of a session, by absolute offset, kept for replay.
+// Two implementations behind this one interface: Redis streams (`redis-log.ts`, the only file
+// that imports ioredis) when REDIS_URL is set, and an in-process log (`memory-log.ts`) otherwise.
+// Sessions are named by their key, `tenant/sessionId`.
+
+/** What a read yields, in offset order, covering the requested range exactly. */
+export type LogItem =
+  /** bytes [offset, offset + data.byteLength) */
+  | { type: "chunk"; offset: number; data: Buffer }
+  /** bytes [from, to) are not in the log: trimmed by retention, expired, or never stored */
+  | { type: "gap"; from: number; to: number };
+
+export interface OutputLog {
+  /**
+   * Stores `data` as the bytes at `offset`. Calls for one key come in offset order, each
+   * starting where the previous ended, without waiting for the previous one (pipelined);
+   * they resolve in call order. Rejects when the log cannot store the chunk (e.g. Redis is
+   * down); the caller carries on and the range becomes a gap. Trims the session's log to at
+   * most `retainBytes` (a chunk at the boundary may go with the trimmed part).
+   */
+  append(key: string, offset: number, data: Buffer): Promise<void>;
+
+  /**
+   * Items covering [from, to) exactly: chunks (sliced at both ends to the range) and gaps for
+   * whatever the log does not hold, in order, at most about `maxBytes` of chunk data (the
+   * range may end early then; the caller reads on from where it stopped).
+   */
+  read(key: string, from: number, to: number, maxBytes?: number): Promise<LogItem[]>;
+
+  /** Oldest offset still held, or null when nothing is held for `key`. */
+  retainedFrom(key: string): Promise<number | null>;
+
+  /** The session has ended: drop its log `ttlSec` seconds from now. */
+  expire(key: string, ttlSec: number): Promise<void>;
+
+  /** Drops the session's log now. */
+  remove(key: string): Promise<void>;
+
+  /** Releases connections and timers. */
+  close(): Promise<void>;
+}
+
+export interface OutputLogOptions {
+  /** Bytes kept per session (OUTPUT_RETAIN_BYTES). */
+  retainBytes: number;
+  /** How long a running session's log lives without appends before it is dropped anyway. */
+  idleTtlSec: number;
+}
