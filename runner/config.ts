@@ -19,6 +19,29 @@ const Env = z.object({
     .min(1024)
     .max(1 << 20)
     .default(64 * 1024),
+  /** The output log; unset = an in-process log (local use: not durable, not shared). */
+  REDIS_URL: z
+    .union([z.literal("").transform(() => undefined), z.string().regex(/^rediss?:\/\//, "use redis:// or rediss://")])
+    .optional(),
+  /** Output kept per session for replay. */
+  OUTPUT_RETAIN_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .default(8 * 1024 * 1024),
+  /** How long a session's log is kept after the session ends. */
+  OUTPUT_TTL_SEC: z.coerce.number().int().min(1).default(24 * 3600),
+  /** Unacknowledged output at which the PTY is paused, and the level at which it resumes. */
+  FLOW_HIGH_WATER: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .default(1024 * 1024),
+  FLOW_LOW_WATER: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(256 * 1024),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
 });
 
@@ -31,6 +54,11 @@ export interface RunnerConfig {
   coalesceMs: number;
   coalesceBytes: number;
   logLevel: string;
+  redisUrl: string | undefined;
+  retainBytes: number;
+  outputTtlSec: number;
+  flowHighWater: number;
+  flowLowWater: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
@@ -49,5 +77,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     coalesceMs: e.COALESCE_MS,
     coalesceBytes: e.COALESCE_BYTES,
     logLevel: e.LOG_LEVEL,
+    redisUrl: e.REDIS_URL,
+    retainBytes: e.OUTPUT_RETAIN_BYTES,
+    outputTtlSec: e.OUTPUT_TTL_SEC,
+    flowHighWater: e.FLOW_HIGH_WATER,
+    flowLowWater: Math.min(e.FLOW_LOW_WATER, Math.floor(e.FLOW_HIGH_WATER / 2)),
   };
 }

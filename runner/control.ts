@@ -1,5 +1,5 @@
-// The runner's control socket to the RunnerPool object: registers capacity, receives spawn
-// orders, and redials with backoff whenever the edge goes away (a deploy, a restart).
+// The runner's control socket to the RunnerPool object: registers capacity, receives spawn,
+// serve and purge orders, and redials with backoff whenever the edge goes away (a deploy, a restart).
 import WebSocket from "ws";
 import { log } from "../shared/log.js";
 import { PoolMessage, type RunnerControlMessage, parseMessage } from "../shared/protocol.js";
@@ -8,7 +8,7 @@ import type { RunnerConfig } from "./config.js";
 import { CONTROL_PATH, edgeSocketUrl } from "./link-url.js";
 
 export interface ControlHandlers {
-  onSpawn(message: Extract<PoolMessage, { type: "spawn" }>): void;
+  onMessage(message: PoolMessage): void;
   /** Keys of the sessions hosted now, re-announced on every (re)connect. */
   hostedSessions(): string[];
   onRegistered?(): void;
@@ -66,7 +66,7 @@ export class ControlLink {
       if (isBinary) return log.warn("control.frame", { outcome: "unexpected_binary" });
       const parsed = parseMessage(PoolMessage, (data as Buffer).toString("utf8"), 1 << 20);
       if (!parsed.ok) return log.warn("control.message", { outcome: "invalid", reason: parsed.reason });
-      this.handlers.onSpawn(parsed.value);
+      this.handlers.onMessage(parsed.value);
     });
     socket.on("error", (error) => log.warn("control.error", { error }));
     socket.on("close", (code) => {

@@ -1,65 +1,100 @@
-// One session this runner hosts: the link socket to the session's Durable Object, the
-// process on its PTY, and the coalescer between them.
-import WebSocket from "ws";
+// One session this runner hosts: the link to the session's Durable Object (redialled when it
+// drops, while the process keeps running), the process on its PTY, the coalescer, and the
+// acknowledged delivery of output through the output log.
 import { log } from "../shared/log.js";
 import {
   EdgeLinkMessage,
   type PoolMessage,
   type RunnerLinkMessage,
   decodeFrame,
-  encodeOutput,
   parseMessage,
 } from "../shared/protocol.js";
 import { Coalescer } from "./coalescer.js";
 import type { RunnerConfig } from "./config.js";
+import { Delivery } from "./delivery.js";
+import { EdgeLink } from "./edge-link.js";
 import { sessionCwd, sessionEnv } from "./environment.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
+import { serveRead } from "./log-reads.js";
+import type { OutputLog } from "./output-log.js";
 import { type PtyExit, type PtyProcess, spawnPty } from "./pty.js";
 import { killSessionProcesses } from "./reaper.js";
 
 type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
 
+/** How long an exited session waits for the edge to confirm the exit before it lets go. */
+const EXIT_CONFIRM_MS = 5 * 60_000;
+
 export class HostedSession {
   readonly key: string;
-  private socket: WebSocket | undefined;
+  private readonly link: EdgeLink;
+  private readonly delivery: Delivery;
   private pty: PtyProcess | undefined;
   private coalescer: Coalescer | undefined;
   private killTimer: NodeJS.Timeout | undefined;
+  private exitTimer: NodeJS.Timeout | undefined;
+  private exited = false;
   private ended = false;
+  private appendFailing = false;
+  private retainedReported = 0;
+  private retainedCheckedAt = 0;
 
   constructor(
     private readonly config: RunnerConfig,
     private readonly spawn: SpawnMessage,
+    private readonly outputLog: OutputLog,
     /** Called once when the session no longer occupies this runner. */
     private readonly onEnd: (key: string) => void,
   ) {
     this.key = spawn.key;
+    this.link = new EdgeLink(
+      {
+        url: edgeSocketUrl(config.brokerUrl, linkPath(spawn.tenant, spawn.sessionId)),
+        runnerToken: config.runnerToken,
+        runnerId: config.runnerId,
+        key: this.key,
+      },
+      {
+        onOpen: () => log.info("link.open", { key: this.key }),
+        onMessage: (data, isBinary) => this.onLinkMessage(data, isBinary),
+        onGone: (reason) => this.onEdgeGone(reason),
+      },
+    );
+    this.delivery = new Delivery(
+      {
+        append: (offset, bytes) => this.outputLog.append(this.key, offset, bytes),
+        send: (frame) => this.link.send(frame),
+        pause: () => this.pty?.pause(),
+        resume: () => this.pty?.resume(),
+        onAppendFailed: (error) => {
+          if (!this.appendFailing) log.warn("log.append", { key: this.key, outcome: "failed", error });
+          this.appendFailing = true;
+        },
+        onAppended: (end) => this.onAppended(end),
+      },
+      { highWater: config.flowHighWater, lowWater: config.flowLowWater },
+    );
   }
 
   start(): void {
-    const url = edgeSocketUrl(this.config.brokerUrl, linkPath(this.spawn.tenant, this.spawn.sessionId));
-    const socket = new WebSocket(url, {
-      headers: { authorization: `Bearer ${this.config.runnerToken}`, "x-runner-id": this.config.runnerId },
-      maxPayload: 1 << 20,
-    });
-    this.socket = socket;
-    socket.binaryType = "nodebuffer";
-    socket.on("open", () => this.startProcess());
-    socket.on("message", (data, isBinary) => this.onLinkMessage(data as Buffer, isBinary));
-    socket.on("close", (code) => this.onLinkClosed(code));
-    socket.on("error", (error) => log.warn("link.error", { key: this.key, error }));
+    this.link.start();
   }
 
   /** Ends the process (SIGHUP, SIGKILL after `graceMs`); the exit is reported as usual. */
   kill(graceMs: number): void {
     const pty = this.pty;
-    if (!pty || this.ended) return;
+    if (!pty || this.exited) return;
     try {
       pty.signalProcess("SIGHUP");
     } catch (error) {
       log.warn("session.signal", { key: this.key, signal: "SIGHUP", error });
     }
     this.killTimer ??= setTimeout(() => killSessionProcesses(pty.pid), graceMs);
+  }
+
+  /** Drops the link as a network failure would (it redials); for operators and tests. */
+  dropLink(): void {
+    this.link.drop();
   }
 
   private startProcess(): void {
@@ -82,67 +117,113 @@ export class HostedSession {
       return;
     }
     this.pty = pty;
-    const coalescer = new Coalescer((offset, bytes) => this.socket?.send(encodeOutput(offset, bytes)), {
+    const coalescer = new Coalescer((offset, bytes) => this.delivery.push(offset, bytes), {
       maxBytes: this.config.coalesceBytes,
       delayMs: this.config.coalesceMs,
     });
     this.coalescer = coalescer;
     pty.onData((bytes) => coalescer.push(bytes));
     pty.onExit((exit) => this.onProcessExit(exit));
-    this.send({ type: "started", pid: pty.pid });
     log.info("session.started", { key: this.key, pid: pty.pid, command: spec.command });
   }
 
   private onProcessExit(exit: PtyExit): void {
+    this.exited = true;
+    if (this.killTimer) clearTimeout(this.killTimer);
     this.coalescer?.flush(true);
-    this.send({ type: "exited", exitCode: exit.exitCode, signal: exit.signal });
-    log.info("session.exited", { key: this.key, ...exit });
+    log.info("session.exited", { key: this.key, ...exit, offset: this.coalescer?.offset });
     if (this.pty) killSessionProcesses(this.pty.pid);
-    this.end();
+    const message: RunnerLinkMessage = { type: "exited", exitCode: exit.exitCode, signal: exit.signal };
+    this.delivery.finish(JSON.stringify(message));
+    void this.outputLog
+      .expire(this.key, this.config.outputTtlSec)
+      .catch((error: unknown) => log.warn("log.expire", { key: this.key, error }));
+    // The edge confirms by closing the link (4010); if it never does, let go eventually.
+    this.exitTimer = setTimeout(() => this.end(), EXIT_CONFIRM_MS);
   }
 
   private onLinkMessage(data: Buffer, isBinary: boolean): void {
-    const pty = this.pty;
-    if (!pty) return;
     if (isBinary) {
       const frame = decodeFrame(data);
-      if (frame.op === "input") pty.write(frame.data);
+      if (frame.op === "input") this.pty?.write(frame.data);
       else log.warn("link.frame", { key: this.key, outcome: "bad_op" });
       return;
     }
-    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"));
+    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), 1 << 16);
     if (!parsed.ok) {
       log.warn("link.message", { key: this.key, outcome: "invalid", reason: parsed.reason });
       return;
     }
     const message = parsed.value;
     try {
-      if (message.type === "resize") pty.resize(message.cols, message.rows);
-      else if (message.type === "signal") pty.signalForeground(message.signal);
-      else if (message.type === "kill") this.kill(message.graceMs);
+      switch (message.type) {
+        case "resume":
+          return this.onResume(message.offset);
+        case "ack":
+          return this.delivery.ack(message.offset);
+        case "read":
+          return void serveRead(this.outputLog, this.key, message, (frame) => this.link.send(frame));
+        case "resize":
+          return this.pty?.resize(message.cols, message.rows);
+        case "signal":
+          return this.pty?.signalForeground(message.signal);
+        case "kill":
+          return this.kill(message.graceMs);
+        case "pong":
+          return;
+      }
     } catch (error) {
       log.warn("link.apply", { key: this.key, type: message.type, error });
     }
   }
 
-  /** Until links resume by offset, a process that lost its link is ended rather than orphaned. */
-  private onLinkClosed(code: number): void {
-    if (this.ended) return;
-    log.warn("link.closed", { key: this.key, code });
-    if (this.pty) this.kill(0);
-    else this.end();
+  /** Every (re)opened link starts with the edge's offset: start the process once, then resend. */
+  private onResume(offset: number): void {
+    if (!this.pty && !this.ended) {
+      this.startProcess();
+      if (!this.pty) return;
+    }
+    if (this.pty && !this.exited) this.send({ type: "started", pid: this.pty.pid });
+    this.delivery.resume(offset);
+  }
+
+  /** The edge refused or closed the link for good: the session is over there. */
+  private onEdgeGone(reason: string): void {
+    log.info("link.gone", { key: this.key, reason, exited: this.exited });
+    if (this.pty && !this.exited) killSessionProcesses(this.pty.pid);
+    this.end();
+  }
+
+  private onAppended(end: number): void {
+    if (this.appendFailing) {
+      log.info("log.append", { key: this.key, outcome: "recovered", offset: end });
+      this.appendFailing = false;
+    }
+    // Tell the edge where the log now starts, at most once per eighth of the retention.
+    if (end - this.retainedCheckedAt < this.config.retainBytes / 8) return;
+    this.retainedCheckedAt = end;
+    void this.outputLog.retainedFrom(this.key).then(
+      (from) => {
+        if (from !== null && from > this.retainedReported) {
+          this.retainedReported = from;
+          this.send({ type: "retained", from });
+        }
+      },
+      () => {},
+    );
   }
 
   private send(message: RunnerLinkMessage): void {
-    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+    this.link.send(JSON.stringify(message));
   }
 
   private end(): void {
     if (this.ended) return;
     this.ended = true;
     if (this.killTimer) clearTimeout(this.killTimer);
+    if (this.exitTimer) clearTimeout(this.exitTimer);
     this.coalescer?.dispose();
-    this.socket?.close(1000, "session ended");
+    this.link.stop(1000, "session ended");
     this.onEnd(this.key);
   }
 }

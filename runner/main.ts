@@ -1,26 +1,55 @@
-// Composition root of the runner: configuration, the control socket, and the hosted sessions.
+// Composition root of the runner: configuration, the output log, the control socket, the
+// hosted sessions and the reader links.
 import { setLogLevel, log } from "../shared/log.js";
 import { loadConfig } from "./config.js";
 import { ControlLink } from "./control.js";
 import { HostedSession } from "./hosted-session.js";
+import { MemoryLog } from "./memory-log.js";
+import type { OutputLog } from "./output-log.js";
+import { ReaderLink } from "./reader-link.js";
+import { RedisLog } from "./redis-log.js";
 
 const config = loadConfig();
 setLogLevel(config.logLevel);
 
+/** A running session's log lives this long without appends (a runner that died leaves none forever). */
+const IDLE_TTL_SEC = 7 * 24 * 3600;
+const logOptions = { retainBytes: config.retainBytes, idleTtlSec: IDLE_TTL_SEC };
+const outputLog: OutputLog = config.redisUrl ? new RedisLog(config.redisUrl, logOptions) : new MemoryLog(logOptions);
+
 const sessions = new Map<string, HostedSession>();
+const readers = new Map<string, ReaderLink>();
 
 const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],
-  onSpawn(message) {
-    if (sessions.has(message.key)) return log.warn("runner.spawn", { key: message.key, outcome: "duplicate" });
-    if (stopping) return log.warn("runner.spawn", { key: message.key, outcome: "stopping" });
-    const session = new HostedSession(config, message, (key) => {
-      sessions.delete(key);
-      control.send({ type: "released", key });
-      if (stopping && sessions.size === 0) finish();
-    });
-    sessions.set(message.key, session);
-    session.start();
+  onMessage(message) {
+    switch (message.type) {
+      case "spawn": {
+        if (sessions.has(message.key)) return log.warn("runner.spawn", { key: message.key, outcome: "duplicate" });
+        if (stopping) return log.warn("runner.spawn", { key: message.key, outcome: "stopping" });
+        const session = new HostedSession(config, message, outputLog, (key) => {
+          sessions.delete(key);
+          control.send({ type: "released", key });
+          if (stopping && sessions.size === 0) finish();
+        });
+        sessions.set(message.key, session);
+        session.start();
+        return;
+      }
+      case "serve": {
+        if (readers.has(message.key) || stopping) return;
+        const reader = new ReaderLink(config, message.key, message.tenant, message.sessionId, outputLog, (key) =>
+          readers.delete(key),
+        );
+        readers.set(message.key, reader);
+        reader.start();
+        return;
+      }
+      case "purge":
+        return void outputLog
+          .remove(message.key)
+          .catch((error: unknown) => log.warn("log.purge", { key: message.key, error }));
+    }
   },
 });
 
@@ -36,14 +65,21 @@ async function shutdown(signal: string): Promise<void> {
     if (sessions.size === 0) resolve();
   });
   for (const session of sessions.values()) session.kill(1000);
+  for (const reader of readers.values()) reader.close();
   const deadline = new Promise<void>((resolve) => setTimeout(resolve, 3000).unref());
   await Promise.race([drained, deadline]);
   await control.stop();
+  await outputLog.close();
   process.exit(0);
 }
 
 process.on("SIGINT", () => void shutdown("SIGINT"));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
-log.info("runner.starting", { runnerId: config.runnerId, broker: config.brokerUrl, capacity: config.capacity });
+log.info("runner.starting", {
+  runnerId: config.runnerId,
+  broker: config.brokerUrl,
+  capacity: config.capacity,
+  outputLog: config.redisUrl ? "redis" : "memory",
+});
 control.start();

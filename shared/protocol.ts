@@ -11,10 +11,21 @@ export const Op = {
   Output: 0x01,
   /** client → server and edge → runner: `0x02 · input bytes` */
   Input: 0x02,
+  /** runner → edge: `0x03 · u32 BE read id · u64 BE offset · bytes`, log bytes answering a `read` */
+  ReadChunk: 0x03,
 } as const;
+
+/** Bytes before the payload of a ReadChunk frame. */
+export const READ_CHUNK_HEADER_BYTES = 13;
 
 /** Bytes before the payload of an Output frame. */
 export const OUTPUT_HEADER_BYTES = 9;
+/**
+ * The heartbeat, from clients and runner links alike. The edge answers it with PONG_TEXT through
+ * the hibernation API's auto-response, so a heartbeat never wakes a Durable Object.
+ */
+export const PING_TEXT = '{"type":"ping"}';
+export const PONG_TEXT = '{"type":"pong"}';
 /** Largest JSON control message a client may send, in bytes. */
 export const MAX_CONTROL_BYTES = 4096;
 
@@ -31,6 +42,19 @@ export function encodeOutput(offset: number, bytes: Uint8Array): Uint8Array {
   return frame;
 }
 
+export function encodeReadChunk(readId: number, offset: number, bytes: Uint8Array): Uint8Array {
+  if (!Number.isInteger(readId) || readId < 0 || readId >= TWO_32) throw new RangeError(`bad read id ${readId}`);
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  const frame = new Uint8Array(READ_CHUNK_HEADER_BYTES + bytes.byteLength);
+  const view = new DataView(frame.buffer);
+  frame[0] = Op.ReadChunk;
+  view.setUint32(1, readId);
+  view.setUint32(5, Math.floor(offset / TWO_32));
+  view.setUint32(9, offset >>> 0);
+  frame.set(bytes, READ_CHUNK_HEADER_BYTES);
+  return frame;
+}
+
 export function encodeInput(bytes: Uint8Array): Uint8Array {
   const frame = new Uint8Array(1 + bytes.byteLength);
   frame[0] = Op.Input;
@@ -41,6 +65,7 @@ export function encodeInput(bytes: Uint8Array): Uint8Array {
 export type Frame =
   | { op: "output"; offset: number; data: Uint8Array }
   | { op: "input"; data: Uint8Array }
+  | { op: "readChunk"; readId: number; offset: number; data: Uint8Array }
   | { op: "invalid"; reason: string };
 
 /** Decodes a binary frame; payloads are views into `frame`, not copies. */
@@ -58,6 +83,15 @@ export function decodeFrame(frame: Uint8Array): Frame {
     }
     case Op.Input:
       return { op: "input", data: frame.subarray(1) };
+    case Op.ReadChunk: {
+      if (frame.byteLength < READ_CHUNK_HEADER_BYTES) {
+        return { op: "invalid", reason: "read chunk frame shorter than its header" };
+      }
+      const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+      const offset = view.getUint32(5) * TWO_32 + view.getUint32(9);
+      if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
+      return { op: "readChunk", readId: view.getUint32(1), offset, data: frame.subarray(READ_CHUNK_HEADER_BYTES) };
+    }
     default:
       return { op: "invalid", reason: `unknown opcode 0x${frame[0].toString(16).padStart(2, "0")}` };
   }
@@ -66,6 +100,7 @@ export function decodeFrame(frame: Uint8Array): Frame {
 // ---- Client control messages (JSON text frames, DESIGN §5) ----
 
 const dimension = z.number().int().min(1).max(1000);
+const offsetSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 export const SignalSchema = z.enum(SIGNALS);
 
 /** client → server */
@@ -73,6 +108,8 @@ export const ClientMessage = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("resize"), cols: dimension, rows: dimension }),
   z.strictObject({ type: z.literal("signal"), signal: SignalSchema }),
   z.strictObject({ type: z.literal("ping") }),
+  /** the client has received every byte below `offset`: how the edge measures its lag */
+  z.strictObject({ type: z.literal("ack"), offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
@@ -127,6 +164,19 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
     signal: z.string().nullable(),
   }),
   z.object({ type: z.literal("failed"), error: z.string() }),
+  /** the log now holds output from `from` on (older bytes were trimmed) */
+  z.object({ type: z.literal("retained"), from: offsetSchema }),
+  /** part of a read that the log does not hold */
+  z.object({ type: z.literal("read_gap"), id: z.number().int().min(0), from: offsetSchema, to: offsetSchema }),
+  /** a read is complete up to `to` (ReadChunk frames and gaps before it cover the range); or it failed */
+  z.object({
+    type: z.literal("read_end"),
+    id: z.number().int().min(0),
+    to: offsetSchema,
+    error: z.string().optional(),
+  }),
+  /** heartbeat; answered with `pong` by the edge without waking the object */
+  z.object({ type: z.literal("ping") }),
 ]);
 export type RunnerLinkMessage = z.infer<typeof RunnerLinkMessage>;
 
@@ -135,6 +185,13 @@ export const EdgeLinkMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("resize"), cols: dimension, rows: dimension }),
   z.object({ type: z.literal("signal"), signal: SignalSchema }),
   z.object({ type: z.literal("kill"), graceMs: z.number().int().min(0) }),
+  /** first message on every link: the edge holds output below `offset`; send from there */
+  z.object({ type: z.literal("resume"), offset: offsetSchema }),
+  /** the edge has stored every output byte below `offset` */
+  z.object({ type: z.literal("ack"), offset: offsetSchema }),
+  /** read [from, to) from the output log and answer with ReadChunk frames, read_gap and read_end */
+  z.object({ type: z.literal("read"), id: z.number().int().min(0), from: offsetSchema, to: offsetSchema }),
+  z.object({ type: z.literal("pong") }),
 ]);
 export type EdgeLinkMessage = z.infer<typeof EdgeLinkMessage>;
 
@@ -172,6 +229,10 @@ export const PoolMessage = z.discriminatedUnion("type", [
     sessionId: z.string(),
     spec: SpawnSpecSchema,
   }),
+  /** open a reader link to this session (its log is needed for a replay and it has no host link) */
+  z.object({ type: z.literal("serve"), key: z.string(), tenant: z.string(), sessionId: z.string() }),
+  /** drop this session's output log now */
+  z.object({ type: z.literal("purge"), key: z.string() }),
 ]);
 export type PoolMessage = z.infer<typeof PoolMessage>;
 

@@ -16,6 +16,8 @@ export interface Env {
   MAX_CLIENT_LAG_BYTES?: string;
   /** How long `POST /v1/sessions` waits for the runner to start the process. */
   START_TIMEOUT_MS?: string;
+  /** How long a running session waits for its runner's link to come back before it is `lost`. */
+  LINK_GRACE_MS?: string;
   LOG_LEVEL?: string;
 }
 
@@ -25,6 +27,7 @@ export interface Limits {
   maxInputBytes: number;
   maxClientLagBytes: number;
   startTimeoutMs: number;
+  linkGraceMs: number;
 }
 
 function positiveInt(value: string | undefined, fallback: number): number {
@@ -39,6 +42,7 @@ export function limits(env: Env): Limits {
     maxInputBytes: positiveInt(env.MAX_INPUT_BYTES, 65536),
     maxClientLagBytes: positiveInt(env.MAX_CLIENT_LAG_BYTES, 8 * 1024 * 1024),
     startTimeoutMs: positiveInt(env.START_TIMEOUT_MS, 10_000),
+    linkGraceMs: positiveInt(env.LINK_GRACE_MS, 15_000),
   };
 }
 

@@ -1,13 +1,16 @@
 // PtySession: one Durable Object per tenant+session. Holds the session record and its
-// forward-only status, accepts the runner's link socket and every client socket (with the
-// hibernation API), and fans the runner's output frames out to the clients.
+// forward-only status and the offset of the output it has stored (acknowledged to the
+// runner); accepts the runner's links and every client (WebSocket with the hibernation API,
+// or Server-Sent Events); replays output from the runner-served log, then fans live output
+// out to every subscriber, cutting those that fall too far behind.
 import { DurableObject } from "cloudflare:workers";
-import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
+import { ApiError, CloseCode, type ErrorCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import {
   ClientMessage,
   type EdgeLinkMessage,
-  OUTPUT_HEADER_BYTES,
+  PING_TEXT,
+  PONG_TEXT,
   RunnerLinkMessage,
   type ServerMessage,
   decodeFrame,
@@ -25,7 +28,9 @@ import {
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
+import { LogReads } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
+import { type ClientAttachment, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
 export interface CreateRequest {
   tenant: string;
@@ -42,16 +47,33 @@ interface Stored {
   tenant: string;
   spec: SpawnSpec;
   record: SessionRecord;
+  /** The runner that hosts (or hosted) the process: its in-process log is only there. */
+  runnerId?: string | null;
+}
+
+/** Where a subscriber starts: an offset, everything retained, or live output only. */
+export type StartFrom = number | "retained" | "live";
+
+export interface OutputRange {
+  from: number;
+  to: number;
+  bytes: Uint8Array<ArrayBuffer>;
 }
 
 type StartOutcome = "started" | "failed" | "timeout";
 
 const Tag = {
   Link: "link",
+  Reader: "reader",
   Client: "client",
-  Framed: "mode:framed",
-  Raw: "mode:raw",
 } as const;
+
+/** Output requested from the log per read: bounds what one read puts through the object. */
+const READ_PIECE_BYTES = 4 << 20;
+/** Most bytes one `GET .../output` answers with; `X-Offset-To` says where to go on from. */
+export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
+/** A host link silent (no heartbeat, no frame) this long is taken for dead. */
+const HEARTBEAT_TIMEOUT_MS = 30_000;
 
 /** Waits at most `ms` for `register` to be called with a resolver; clears its timer either way. */
 function settleWithin<T>(ms: number, onTimeout: T, register: (resolve: (value: T) => void) => void): Promise<T> {
@@ -66,15 +88,29 @@ function settleWithin<T>(ms: number, onTimeout: T, register: (resolve: (value: T
 
 export class PtySession extends DurableObject<Env> {
   private stored: Stored | undefined;
-  /** Offset of the next output byte: the number of bytes produced so far. */
+  /** Offset of the next output byte: everything below it is stored in the log and acknowledged. */
   private offset: number;
+  /** Oldest offset the log still holds, as the runner last reported it. */
+  private retainedFrom: number;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
   private exitWaiters = new Set<() => void>();
+  /** Client sockets' state; rebuilt from attachments after hibernation. */
+  private readonly sockets = new Map<WebSocket, SocketSubscriber>();
+  private readonly streams = new Set<StreamSubscriber>();
+  private readonly reads: LogReads;
+  private lastLinkActivity = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.stored = ctx.storage.kv.get<Stored>("session");
     this.offset = ctx.storage.kv.get<number>("offset") ?? 0;
+    this.retainedFrom = ctx.storage.kv.get<number>("retainedFrom") ?? 0;
+    // Heartbeats from runners and clients are answered without waking the object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
+    this.reads = new LogReads(
+      () => this.hostLink() ?? this.readerLink(),
+      () => this.summonReader(),
+    );
   }
 
   // ---- RPC, called by the Worker's routes ----
@@ -85,6 +121,7 @@ export class PtySession extends DurableObject<Env> {
     this.stored = {
       tenant,
       spec,
+      runnerId: null,
       record: {
         id,
         status: "starting",
@@ -141,7 +178,7 @@ export class PtySession extends DurableObject<Env> {
   async resize(cols: number, rows: number): Promise<Session | Failure> {
     const refused = this.refuseUnlessRunning();
     if (refused) return refused;
-    await this.applyResize(cols, rows);
+    this.applyResize(cols, rows);
     return this.view();
   }
 
@@ -160,70 +197,142 @@ export class PtySession extends DurableObject<Env> {
 
   /** DELETE: SIGHUP, SIGKILL after the grace, answered once the process is gone. */
   async terminate(purge: boolean): Promise<Session | Failure> {
-    if (!this.stored) return this.notFound();
-    if (!isTerminal(this.stored.record.status)) {
-      if (this.link()) {
+    const stored = this.stored;
+    if (!stored) return this.notFound();
+    if (!isTerminal(stored.record.status)) {
+      if (this.hostLink()) {
         this.sendLink({ type: "kill", graceMs: KILL_GRACE_MS });
         await this.untilExit(KILL_GRACE_MS + 5000);
       }
-      if (!isTerminal(this.stored.record.status)) {
+      if (!isTerminal(stored.record.status)) {
         await this.move("lost", { error: "the runner did not confirm the process ended" });
       }
     }
     const session = this.view();
     if (purge) {
       for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
+      for (const stream of this.streams) stream.close();
+      const key = sessionKey(stored.tenant, stored.record.id);
+      const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.runnerId ?? null);
+      if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
       this.stored = undefined;
       this.offset = 0;
+      this.retainedFrom = 0;
+      await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
     }
     return session;
   }
 
-  // ---- Sockets ----
-
-  async fetch(request: Request): Promise<Response> {
-    const path = new URL(request.url).pathname;
-    if (path.endsWith("/link")) return this.acceptLink();
-    return this.acceptClient(request);
+  /** `GET .../output`: logged bytes from `from` (or the oldest retained) up to `to` (or now). */
+  async output(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
+    if (!this.stored) return this.notFound();
+    const end = Math.min(to ?? this.offset, this.offset);
+    let start = Math.min(from ?? this.retainedFrom, end);
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    let cursor = start;
+    while (cursor < end && size < MAX_OUTPUT_RESPONSE_BYTES) {
+      const before = cursor;
+      const pieceEnd = Math.min(end, cursor + Math.min(READ_PIECE_BYTES, MAX_OUTPUT_RESPONSE_BYTES - size));
+      const result = await this.readPiece(cursor, pieceEnd);
+      if ("failure" in result) return result;
+      let stopped = false;
+      for (const item of result.items) {
+        if (item.type === "gap") {
+          // A gap before any byte moves the start on; a gap after bytes ends this answer.
+          if (size > 0) {
+            stopped = true;
+            break;
+          }
+          start = cursor = item.to;
+        } else {
+          parts.push(item.data);
+          size += item.data.byteLength;
+          cursor = item.offset + item.data.byteLength;
+        }
+      }
+      if (stopped || cursor === before) break;
+    }
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const part of parts) {
+      bytes.set(part, at);
+      at += part.byteLength;
+    }
+    return { from: start, to: start + size, bytes };
   }
 
-  private acceptLink(): Response {
+  // ---- Sockets and streams ----
+
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname.endsWith("/link")) {
+      return this.acceptLink(url.searchParams.get("role") === "reader", request.headers.get("x-runner-id"));
+    }
+    const from = parseStart(request.headers.get("x-ptyb-from"));
+    if (url.pathname.endsWith("/stream")) return this.openStream(from);
+    return this.acceptClient(request, from);
+  }
+
+  private acceptLink(reader: boolean, runnerId: string | null): Response {
     const stored = this.stored;
     if (!stored) return new Response("no such session", { status: 404 });
-    if (isTerminal(stored.record.status)) return new Response("session has ended", { status: 409 });
+    if (!reader && isTerminal(stored.record.status)) return new Response("session has ended", { status: 409 });
     const { 0: runnerSide, 1: server } = new WebSocketPair();
-    for (const old of this.ctx.getWebSockets(Tag.Link)) closeQuietly(old, 1000, "replaced by a new link");
-    this.ctx.acceptWebSocket(server, [Tag.Link]);
+    if (reader) {
+      this.ctx.acceptWebSocket(server, [Tag.Reader]);
+    } else {
+      for (const old of this.ctx.getWebSockets(Tag.Link)) closeQuietly(old, 1000, "replaced by a new link");
+      this.ctx.acceptWebSocket(server, [Tag.Link]);
+      if (runnerId && runnerId !== stored.runnerId) {
+        stored.runnerId = runnerId;
+        this.save();
+      }
+      this.lastLinkActivity = Date.now();
+      this.ctx.storage.kv.delete("linkLostAt");
+      void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_TIMEOUT_MS);
+      sendQuietly(server, JSON.stringify({ type: "resume", offset: this.offset } satisfies EdgeLinkMessage));
+    }
+    this.reads.linkOpened(server);
     return new Response(null, { status: 101, webSocket: runnerSide });
   }
 
-  private acceptClient(request: Request): Response {
+  private acceptClient(request: Request, from: StartFrom): Response {
     const framed = request.headers.get("x-ptyb-mode") !== "raw";
-    const stored = this.stored;
-    if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
-    const max = limits(this.env).maxClientsPerSession;
-    if (this.ctx.getWebSockets(Tag.Client).length >= max) {
-      return refuseSocket(new ApiError("QUOTA_EXCEEDED", `at most ${max} clients per session`), request);
-    }
+    if (!this.stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
+    const refused = this.refuseOverClientLimit();
+    if (refused) return refuseSocket(refused, request);
     const { 0: client, 1: server } = new WebSocketPair();
-    this.ctx.acceptWebSocket(server, [Tag.Client, framed ? Tag.Framed : Tag.Raw]);
-    if (framed) {
-      sendJson(server, { type: "hello", session: this.view() });
-      sendJson(server, { type: "live", offset: this.offset });
-    }
-    if (isTerminal(stored.record.status)) {
-      if (framed) sendJson(server, this.exitMessage());
-      closeQuietly(server, CloseCode.SessionEnded, "session ended");
-    }
+    this.ctx.acceptWebSocket(server, [Tag.Client]);
+    const sub = new SocketSubscriber(server, framed ? "framed" : "raw", this.offset, false);
+    this.sockets.set(server, sub);
+    sub.persist();
+    sub.control({ type: "hello", session: this.view() });
+    this.startReplay(sub, from);
     const headers = new Headers();
     if (wantsRaw(request).subprotocol) headers.set("sec-websocket-protocol", "raw");
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 
+  private openStream(from: StartFrom): Response {
+    if (!this.stored) return Response.json({ error: { code: "NOT_FOUND", message: "session not found" } }, { status: 404 });
+    const refused = this.refuseOverClientLimit();
+    if (refused) return Response.json(refused.toBody(), { status: refused.status });
+    const sub: StreamSubscriber = new StreamSubscriber(this.offset, limits(this.env).maxClientLagBytes, () =>
+      this.streams.delete(sub),
+    );
+    this.streams.add(sub);
+    this.startReplay(sub, from);
+    return new Response(sub.body, {
+      headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
+    });
+  }
+
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     try {
-      if (this.ctx.getTags(ws).includes(Tag.Link)) await this.onLinkMessage(message);
+      const tags = this.ctx.getTags(ws);
+      if (tags.includes(Tag.Link) || tags.includes(Tag.Reader)) await this.onLinkMessage(ws, message);
       else await this.onClientMessage(ws, message);
     } catch (error) {
       log.error("session.socket", { key: this.keyForLog(), outcome: "handler_error", error });
@@ -233,118 +342,323 @@ export class PtySession extends DurableObject<Env> {
   async webSocketClose(ws: WebSocket, code: number): Promise<void> {
     try {
       closeQuietly(ws, 1000, "closed");
-      if (!this.ctx.getTags(ws).includes(Tag.Link)) return;
-      const otherLink = this.ctx.getWebSockets(Tag.Link).some((w) => w !== ws && w.readyState === WebSocket.OPEN);
-      if (this.stored && !isTerminal(this.stored.record.status) && !otherLink) {
-        log.warn("link.closed", { key: this.keyForLog(), code });
-        await this.move("lost", { error: "the runner's link closed before the process exited" });
+      const tags = this.ctx.getTags(ws);
+      if (tags.includes(Tag.Client)) {
+        this.sockets.delete(ws);
+        return;
       }
+      this.reads.linkClosed(ws);
+      if (tags.includes(Tag.Link)) await this.onHostLinkGone(ws, code);
     } catch (error) {
       log.error("session.socket", { key: this.keyForLog(), outcome: "close_error", error });
     }
   }
 
   async webSocketError(ws: WebSocket, error: unknown): Promise<void> {
-    log.warn("session.socket", {
-      key: this.keyForLog(),
-      outcome: "error",
-      link: this.ctx.getTags(ws).includes(Tag.Link),
-      error,
-    });
+    log.warn("session.socket", { key: this.keyForLog(), outcome: "error", tags: this.ctx.getTags(ws), error });
   }
 
-  private async onLinkMessage(message: string | ArrayBuffer): Promise<void> {
-    if (typeof message !== "string") {
-      const frame = decodeFrame(new Uint8Array(message));
-      if (frame.op !== "output") {
-        log.warn("link.frame", { key: this.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
+  /**
+   * Runs while the session has a host: checks its heartbeat, and once the link has been gone
+   * for LINK_GRACE_MS (a runner that died, not one that is redialling) marks the session lost.
+   */
+  async alarm(): Promise<void> {
+    const stored = this.stored;
+    if (!stored || isTerminal(stored.record.status)) return;
+    const now = Date.now();
+    const link = this.hostLink();
+    if (link) {
+      const heard = Math.max(this.lastLinkActivity, this.ctx.getWebSocketAutoResponseTimestamp(link)?.getTime() ?? 0);
+      // After a wake-up `lastLinkActivity` is 0 and a heartbeat may not have come yet: wait one more period.
+      if (heard === 0) this.lastLinkActivity = now;
+      else if (now - heard > HEARTBEAT_TIMEOUT_MS) {
+        log.warn("link.heartbeat", { key: this.keyForLog(), outcome: "silent", silentMs: now - heard });
+        closeQuietly(link, 1001, "heartbeat timeout");
+        await this.onHostLinkGone(link, 1001);
         return;
       }
-      if (frame.offset !== this.offset) {
-        log.warn("link.frame", {
-          key: this.keyForLog(),
-          outcome: "offset_mismatch",
-          expected: this.offset,
-          got: frame.offset,
-        });
-      }
-      this.offset = frame.offset + frame.data.byteLength;
-      this.ctx.storage.kv.put("offset", this.offset);
-      this.fanOut(message);
+      await this.ctx.storage.setAlarm(now + HEARTBEAT_TIMEOUT_MS);
       return;
     }
+    const grace = limits(this.env).linkGraceMs;
+    const lostAt = this.ctx.storage.kv.get<number>("linkLostAt") ?? now;
+    if (now - lostAt >= grace) {
+      await this.move("lost", { error: "the runner's link was gone for longer than the grace period" });
+      return;
+    }
+    this.ctx.storage.kv.put("linkLostAt", lostAt);
+    await this.ctx.storage.setAlarm(lostAt + grace);
+  }
+
+  private async onHostLinkGone(ws: WebSocket, code: number): Promise<void> {
+    const stored = this.stored;
+    const otherLink = this.ctx.getWebSockets(Tag.Link).some((w) => w !== ws && w.readyState === WebSocket.OPEN);
+    if (!stored || isTerminal(stored.record.status) || otherLink) return;
+    log.warn("link.closed", { key: this.keyForLog(), code });
+    if (stored.record.status === "starting") {
+      this.startWaiter?.("failed");
+      await this.move("lost", { error: "the runner's link closed before the process started" });
+      return;
+    }
+    const now = Date.now();
+    this.ctx.storage.kv.put("linkLostAt", now);
+    await this.ctx.storage.setAlarm(now + limits(this.env).linkGraceMs);
+  }
+
+  private async onLinkMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const host = this.ctx.getTags(ws).includes(Tag.Link);
+    if (host) this.lastLinkActivity = Date.now();
+    if (typeof message !== "string") {
+      const frame = decodeFrame(new Uint8Array(message));
+      if (frame.op === "readChunk") return this.reads.chunk(frame.readId, frame.offset, frame.data);
+      if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
+      log.warn("link.frame", { key: this.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
+      return;
+    }
+    if (message === PING_TEXT) return sendQuietly(ws, PONG_TEXT);
     const parsed = parseMessage(RunnerLinkMessage, message, 1 << 16);
     if (!parsed.ok) {
       log.warn("link.message", { key: this.keyForLog(), outcome: "invalid", reason: parsed.reason });
       return;
     }
     const msg = parsed.value;
-    if (msg.type === "started") {
-      await this.move("running", { pid: msg.pid });
-      this.startWaiter?.("started");
-    } else if (msg.type === "exited") {
-      await this.move("exited", { exitCode: msg.exitCode, signal: msg.signal });
-    } else {
-      await this.move("failed", { error: msg.error });
-      this.startWaiter?.("failed");
+    switch (msg.type) {
+      case "read_gap":
+        return this.reads.gap(msg.id, msg.from, msg.to);
+      case "read_end":
+        return this.reads.end(msg.id, msg.to, msg.error);
+      case "ping":
+        return;
+    }
+    if (!host) return log.warn("link.message", { key: this.keyForLog(), outcome: "reader_sent", type: msg.type });
+    switch (msg.type) {
+      case "started":
+        await this.move("running", { pid: msg.pid });
+        this.startWaiter?.("started");
+        return;
+      case "exited":
+        await this.move("exited", { exitCode: msg.exitCode, signal: msg.signal });
+        return;
+      case "failed":
+        await this.move("failed", { error: msg.error });
+        this.startWaiter?.("failed");
+        return;
+      case "retained":
+        if (msg.from > this.retainedFrom) {
+          this.retainedFrom = Math.min(msg.from, this.offset);
+          this.ctx.storage.kv.put("retainedFrom", this.retainedFrom);
+        }
+        return;
     }
   }
 
-  /** Sends one output frame to every client: as it came for framed clients, bytes only for raw. */
-  private fanOut(frame: ArrayBuffer): void {
-    for (const ws of this.ctx.getWebSockets(Tag.Framed)) sendQuietly(ws, frame);
-    const raw = this.ctx.getWebSockets(Tag.Raw);
-    if (raw.length > 0) {
-      const bytes = new Uint8Array(frame, OUTPUT_HEADER_BYTES);
-      for (const ws of raw) sendQuietly(ws, bytes);
+  /** Output from the host: store the new offset, acknowledge it, and fan the bytes out. */
+  private onOutput(link: WebSocket, offset: number, data: Uint8Array, frame: ArrayBuffer): void {
+    const end = offset + data.byteLength;
+    if (end <= this.offset) {
+      // Sent again after a reconnect: already stored.
+      sendQuietly(link, JSON.stringify({ type: "ack", offset: this.offset } satisfies EdgeLinkMessage));
+      return;
+    }
+    let whole: ArrayBuffer | undefined = frame;
+    if (offset !== this.offset) {
+      log.warn("link.frame", { key: this.keyForLog(), outcome: "offset_mismatch", expected: this.offset, got: offset });
+      if (offset < this.offset) {
+        data = data.subarray(this.offset - offset);
+        offset = this.offset;
+        whole = undefined;
+      }
+    }
+    this.offset = end;
+    this.ctx.storage.kv.put("offset", end);
+    // The output gate holds this until the offset is durable.
+    sendQuietly(link, JSON.stringify({ type: "ack", offset: end } satisfies EdgeLinkMessage));
+    this.fanOut(offset, data, whole);
+  }
+
+  private fanOut(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
+    const maxLag = limits(this.env).maxClientLagBytes;
+    for (const sub of this.subscribers()) {
+      if (!sub.live || sub.closed) continue;
+      sub.deliver(offset, data, frame);
+      if (sub.lag() > maxLag) this.cutSlow(sub);
     }
   }
+
+  private cutSlow(sub: Subscriber): void {
+    log.info("client.slow", { key: this.keyForLog(), kind: sub.kind, cursor: sub.cursor, lag: sub.lag() });
+    sub.close(CloseCode.SlowConsumer, "slow consumer: reconnect with from");
+    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
+  }
+
+  // ---- Replay: log first, then live, with no gap and no overlap at the switch-over ----
+
+  private startReplay(sub: Subscriber, from: StartFrom): void {
+    const end = this.offset;
+    let start = from === "live" ? end : from === "retained" ? this.retainedFrom : Math.min(from, end);
+    if (typeof from === "number" && start < this.retainedFrom) {
+      sub.control({ type: "gap", from: start, to: this.retainedFrom });
+      start = this.retainedFrom;
+    }
+    sub.cursor = start;
+    if (start >= end) return this.goLive(sub);
+    sub.control({ type: "replay", from: start, to: end });
+    this.continueReplay(sub, from === "retained");
+  }
+
+  /** Reads the next piece up to the current offset; once caught up, the subscriber goes live. */
+  private continueReplay(sub: Subscriber, quietLeadingGap: boolean): void {
+    if (sub.closed) return;
+    if (sub.cursor >= this.offset) return this.goLive(sub);
+    const maxLag = limits(this.env).maxClientLagBytes;
+    const to = Math.min(this.offset, sub.cursor + READ_PIECE_BYTES);
+    this.reads.read(sub.cursor, to, {
+      onChunk: (offset, data) => {
+        if (sub.closed || offset + data.byteLength <= sub.cursor) return;
+        if (offset < sub.cursor) {
+          data = data.subarray(sub.cursor - offset);
+          offset = sub.cursor;
+        }
+        sub.deliver(offset, data);
+        if (sub.lag() > maxLag) this.cutSlow(sub);
+      },
+      onGap: (gapFrom, gapTo) => {
+        if (sub.closed) return;
+        // With no `from` the client asked for whatever is retained: a leading gap is no news.
+        if (!quietLeadingGap) sub.control({ type: "gap", from: gapFrom, to: gapTo });
+        sub.cursor = Math.max(sub.cursor, gapTo);
+      },
+      onEnd: (_to, error) => {
+        if (sub.closed) return;
+        if (error) return this.failReplay(sub, error);
+        this.continueReplay(sub, false);
+      },
+    });
+  }
+
+  private failReplay(sub: Subscriber, error: { code: ErrorCode; message: string }): void {
+    sub.control({ type: "error", code: error.code, message: error.message });
+    sub.close(1013, "replay failed: reconnect with from");
+    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
+  }
+
+  private goLive(sub: Subscriber): void {
+    sub.live = true;
+    sub.cursor = this.offset;
+    if (sub instanceof SocketSubscriber) sub.persist();
+    sub.control({ type: "live", offset: this.offset });
+    if (this.stored && isTerminal(this.stored.record.status)) this.endSubscriber(sub);
+  }
+
+  private endSubscriber(sub: Subscriber): void {
+    sub.control(this.exitMessage());
+    sub.close(CloseCode.SessionEnded, "session ended");
+    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
+  }
+
+  /** Reads [from, to) in one go, for `output`. */
+  private readPiece(
+    from: number,
+    to: number,
+  ): Promise<
+    | { to: number; items: ({ type: "gap"; to: number } | { type: "chunk"; offset: number; data: Uint8Array })[] }
+    | Failure
+  > {
+    return new Promise((resolve) => {
+      const items: ({ type: "gap"; to: number } | { type: "chunk"; offset: number; data: Uint8Array })[] = [];
+      this.reads.read(from, to, {
+        onChunk: (offset, data) => items.push({ type: "chunk", offset, data: data.slice() }),
+        onGap: (_gapFrom, gapTo) => items.push({ type: "gap", to: gapTo }),
+        onEnd: (end, error) => resolve(error ? fail(error.code, error.message) : { to: end, items }),
+      });
+    });
+  }
+
+  private async summonReader(): Promise<boolean> {
+    const stored = this.stored;
+    if (!stored) return false;
+    const key = sessionKey(stored.tenant, stored.record.id);
+    const sent = await poolStub(this.env).dispatch(
+      { type: "serve", key, tenant: stored.tenant, sessionId: stored.record.id },
+      stored.runnerId ?? null,
+    );
+    return !isFailure(sent);
+  }
+
+  // ---- Clients ----
 
   private async onClientMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const raw = this.ctx.getTags(ws).includes(Tag.Raw);
-    if (raw) {
+    const sub = this.socketSubscriber(ws);
+    if (sub.kind === "raw") {
       const bytes = typeof message === "string" ? new TextEncoder().encode(message) : new Uint8Array(message);
-      return this.clientInput(ws, bytes, false);
+      return this.clientInput(sub, bytes);
     }
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
-      if (frame.op === "input") return this.clientInput(ws, frame.data, true);
+      if (frame.op === "input") return this.clientInput(sub, frame.data);
       const reason = frame.op === "invalid" ? frame.reason : "clients may only send input frames (0x02)";
-      return sendJson(ws, { type: "error", code: "INVALID_REQUEST", message: reason });
+      return sub.control({ type: "error", code: "INVALID_REQUEST", message: reason });
     }
     const parsed = parseMessage(ClientMessage, message);
-    if (!parsed.ok) return sendJson(ws, { type: "error", code: "INVALID_REQUEST", message: parsed.reason });
+    if (!parsed.ok) return sub.control({ type: "error", code: "INVALID_REQUEST", message: parsed.reason });
     const msg = parsed.value;
-    if (msg.type === "ping") return sendJson(ws, { type: "pong" });
+    if (msg.type === "ping") return sub.control({ type: "pong" });
+    if (msg.type === "ack") return sub.ack(msg.offset);
     const refused = this.refuseUnlessRunning();
-    if (refused) return sendJson(ws, { type: "error", ...refused.failure });
-    if (msg.type === "resize") await this.applyResize(msg.cols, msg.rows);
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    if (msg.type === "resize") this.applyResize(msg.cols, msg.rows);
     else this.sendLink({ type: "signal", signal: msg.signal });
   }
 
-  private clientInput(ws: WebSocket, bytes: Uint8Array, framed: boolean): void {
+  private clientInput(sub: SocketSubscriber, bytes: Uint8Array): void {
     const max = limits(this.env).maxInputBytes;
     const refused =
       bytes.byteLength > max
         ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
         : this.refuseUnlessRunning();
-    if (refused) {
-      if (framed) sendJson(ws, { type: "error", ...refused.failure });
-      return;
-    }
+    if (refused) return sub.control({ type: "error", ...refused.failure });
     this.sendLinkBytes(encodeInput(bytes));
+  }
+
+  /** The state of a client socket, from memory or, after hibernation, from its attachment. */
+  private socketSubscriber(ws: WebSocket): SocketSubscriber {
+    let sub = this.sockets.get(ws);
+    if (!sub) {
+      const att = ws.deserializeAttachment() as ClientAttachment | null;
+      // A live client continues from the current offset; one caught mid-replay restarts from its start.
+      const live = att?.live ?? true;
+      sub = new SocketSubscriber(ws, att?.kind ?? "framed", live ? this.offset : (att?.cursor ?? this.offset), live);
+      this.sockets.set(ws, sub);
+      if (!live) this.continueReplay(sub, false);
+    }
+    return sub;
+  }
+
+  private *subscribers(): Iterable<Subscriber> {
+    for (const ws of this.ctx.getWebSockets(Tag.Client)) yield this.socketSubscriber(ws);
+    yield* this.streams;
+  }
+
+  private refuseOverClientLimit(): ApiError | undefined {
+    const max = limits(this.env).maxClientsPerSession;
+    if (this.clientCount() >= max) return new ApiError("QUOTA_EXCEEDED", `at most ${max} clients per session`);
+    return undefined;
+  }
+
+  private clientCount(): number {
+    return this.ctx.getWebSockets(Tag.Client).length + this.streams.size;
   }
 
   // ---- State ----
 
-  private async applyResize(cols: number, rows: number): Promise<void> {
+  private applyResize(cols: number, rows: number): void {
     const stored = this.stored;
     if (!stored) return;
     stored.record.cols = cols;
     stored.record.rows = rows;
     this.save();
     this.sendLink({ type: "resize", cols, rows });
-    this.broadcast({ type: "resize", cols, rows });
+    for (const sub of this.subscribers()) if (sub.live) sub.control({ type: "resize", cols, rows });
   }
 
   /** Moves the status forward (never back) and tells whoever waits on it. */
@@ -356,10 +670,13 @@ export class PtySession extends DurableObject<Env> {
     this.save();
     log.info("session.status", { key: this.keyForLog(), status });
     if (isTerminal(status)) {
-      this.broadcast(this.exitMessage());
-      for (const ws of this.ctx.getWebSockets(Tag.Client)) closeQuietly(ws, CloseCode.SessionEnded, "session ended");
+      // Subscribers still replaying get `exit` once they catch up.
+      for (const sub of this.subscribers()) if (sub.live && !sub.closed) this.endSubscriber(sub);
+      for (const link of this.ctx.getWebSockets(Tag.Link)) closeQuietly(link, CloseCode.SessionEnded, "session ended");
       for (const resolve of this.exitWaiters) resolve();
       this.exitWaiters.clear();
+      this.ctx.storage.kv.delete("linkLostAt");
+      await this.ctx.storage.deleteAlarm();
     }
     try {
       await tenantStub(this.env, stored.tenant).setStatus(stored.record.id, status);
@@ -382,7 +699,7 @@ export class PtySession extends DurableObject<Env> {
     if (!this.stored) return this.notFound();
     const status = this.stored.record.status;
     if (isTerminal(status)) return fail("SESSION_EXITED", `session has ${status}`);
-    if (!this.link()) return fail("CONFLICT", "session is not connected to a runner yet");
+    if (!this.hostLink()) return fail("CONFLICT", "session is not connected to a runner right now");
     return undefined;
   }
 
@@ -392,8 +709,8 @@ export class PtySession extends DurableObject<Env> {
     return {
       ...stored.record,
       offset: this.offset,
-      retainedFrom: 0,
-      clients: this.ctx.getWebSockets(Tag.Client).length,
+      retainedFrom: this.retainedFrom,
+      clients: this.clientCount(),
     };
   }
 
@@ -412,22 +729,22 @@ export class PtySession extends DurableObject<Env> {
     if (this.stored) this.ctx.storage.kv.put("session", this.stored);
   }
 
-  private link(): WebSocket | undefined {
+  private hostLink(): WebSocket | undefined {
     return this.ctx.getWebSockets(Tag.Link).find((ws) => ws.readyState === WebSocket.OPEN);
   }
 
+  private readerLink(): WebSocket | undefined {
+    return this.ctx.getWebSockets(Tag.Reader).find((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
   private sendLink(message: EdgeLinkMessage): void {
-    const link = this.link();
+    const link = this.hostLink();
     if (link) sendQuietly(link, JSON.stringify(message));
   }
 
   private sendLinkBytes(frame: Uint8Array): void {
-    const link = this.link();
+    const link = this.hostLink();
     if (link) sendQuietly(link, frame);
-  }
-
-  private broadcast(message: ServerMessage): void {
-    for (const ws of this.ctx.getWebSockets(Tag.Framed)) sendJson(ws, message);
   }
 
   private notFound(): Failure {
@@ -439,6 +756,9 @@ export class PtySession extends DurableObject<Env> {
   }
 }
 
-function sendJson(ws: WebSocket, message: ServerMessage): void {
-  sendQuietly(ws, JSON.stringify(message));
+/** The start a route passed in `x-ptyb-from`: digits, `live`, or nothing for everything retained. */
+function parseStart(value: string | null): StartFrom {
+  if (value === "live") return "live";
+  if (value !== null && /^\d{1,15}$/.test(value)) return Number(value);
+  return "retained";
 }

@@ -56,6 +56,25 @@ export class RunnerPool extends DurableObject<Env> {
     return fail("NO_RUNNER", "no runner with free capacity is connected; try again later");
   }
 
+  /**
+   * Hands a `serve` or `purge` order to `preferred` if it is connected (an in-process log lives
+   * only there), otherwise to the least-loaded connected runner.
+   */
+  dispatch(order: Extract<PoolMessage, { type: "serve" | "purge" }>, preferred: string | null): { runnerId: string } | Failure {
+    const live = this.live().sort((a, b) => a.info.sessions - b.info.sessions);
+    const first = live.findIndex(({ info }) => info.runnerId === preferred);
+    if (first > 0) live.unshift(...live.splice(first, 1));
+    for (const { ws, info } of live) {
+      try {
+        ws.send(JSON.stringify(order));
+        return { runnerId: info.runnerId };
+      } catch (error) {
+        log.warn("pool.send", { runnerId: info.runnerId, error });
+      }
+    }
+    return fail("NO_RUNNER", "no runner is connected to read the session's output log");
+  }
+
   runners(): RunnerInfo[] {
     return this.live().map(({ info }) => info);
   }

@@ -60,3 +60,11 @@ export const ConnectQuery = z.object({
   from: z.union([z.literal("live"), z.string().regex(/^\d{1,15}$/, "from is an offset or live")]).optional(),
   mode: z.enum(["raw", "framed"]).optional(),
 });
+
+const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of bytes").transform(Number);
+
+export const OutputQuery = z.object({ from: offset.optional(), to: offset.optional() });
+
+export const StreamQuery = z.object({
+  from: z.string().regex(/^\d{1,15}$/, "from is an offset").optional(),
+});

@@ -4,20 +4,24 @@ import { zValidator } from "@hono/zod-validator";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
-import { ApiError, unwrap } from "../shared/errors.js";
+import { base64ToBytes } from "../shared/base64.js";
+import { ApiError, type Failure, unwrap } from "../shared/errors.js";
 import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS, type Session } from "../shared/session.js";
 import { type AuthVariables, requireApiKey } from "./auth.js";
 import { wantsRaw } from "./errors.js";
 import { type Env, limits, sessionStub, tenantStub } from "./env.js";
+import type { OutputRange } from "./pty-session.js";
 import {
   ConnectQuery,
   CreateSessionBody,
   DeleteQuery,
   InputBody,
   ListQuery,
+  OutputQuery,
   ResizeBody,
   SESSION_ID,
   SignalBody,
+  StreamQuery,
   WaitQuery,
 } from "./schemas.js";
 
@@ -41,12 +45,8 @@ function sessionId(raw: string): string {
 
 function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
   if (encoding === "utf8") return new TextEncoder().encode(data);
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(data) || data.length % 4 !== 0) {
-    throw new ApiError("INVALID_REQUEST", "data: not valid base64");
-  }
-  const binary = atob(data);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  const bytes = base64ToBytes(data);
+  if (!bytes) throw new ApiError("INVALID_REQUEST", "data: not valid base64");
   return bytes;
 }
 
@@ -158,15 +158,45 @@ sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
   return c.json(session);
 });
 
+sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {
+  const { from, to } = c.req.valid("query");
+  if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  // RPC typing wraps results as Disposable; the value is the object's own OutputRange or Failure.
+  const range = unwrap((await stub.output(from, to)) as OutputRange | Failure);
+  return c.body(range.bytes, 200, {
+    "content-type": "application/octet-stream",
+    "x-offset-from": String(range.from),
+    "x-offset-to": String(range.to),
+  });
+});
+
+sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
+  const lastEventId = c.req.header("last-event-id");
+  if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
+    throw new ApiError("INVALID_REQUEST", "Last-Event-ID is an offset");
+  }
+  const from = lastEventId ?? c.req.valid("query").from;
+  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  // The object reads where to start from this header; callers cannot reach it directly.
+  const headers = new Headers();
+  if (from !== undefined) headers.set("x-ptyb-from", from);
+  const res = await stub.fetch(new Request("https://session/stream", { headers }));
+  if (!res.ok) throw new ApiError(res.status === 404 ? "NOT_FOUND" : "QUOTA_EXCEEDED", "cannot stream this session");
+  return res;
+});
+
 sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
-  c.req.valid("query"); // `from` is validated now; replay by offset arrives with the output log
+  const { from } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
   const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
-  // The object reads how the client connects from this header; callers cannot reach it directly.
+  // The object reads how the client connects from these headers; callers cannot reach it directly.
   const headers = new Headers(c.req.raw.headers);
   headers.set("x-ptyb-mode", raw ? "raw" : "framed");
+  headers.delete("x-ptyb-from");
+  if (from !== undefined) headers.set("x-ptyb-from", from);
   return stub.fetch(new Request("https://session/connect", { headers }));
 });

@@ -1,0 +1,142 @@
+// A WebSocket the runner dials to a session's Durable Object, redialled with backoff whenever
+// it drops (a deploy, an edge restart, a network blip) until the edge says the session is
+// over or the owner stops it. Heartbeats detect a dead edge that never sent a close.
+import WebSocket from "ws";
+import { backoffDelay } from "../shared/backoff.js";
+import { log } from "../shared/log.js";
+import { PING_TEXT, PONG_TEXT } from "../shared/protocol.js";
+import { CloseCode } from "../shared/errors.js";
+
+export interface EdgeLinkOptions {
+  url: string;
+  runnerToken: string;
+  runnerId: string;
+  /** for logs */
+  key: string;
+  heartbeatMs?: number;
+}
+
+export interface EdgeLinkHandlers {
+  onOpen(): void;
+  /** Text frames other than the heartbeat's pong, and binary frames. */
+  onMessage(data: Buffer, isBinary: boolean): void;
+  /** The edge refused the link or closed it for good: the session is over or unknown there. */
+  onGone(reason: string): void;
+}
+
+/** HTTP answers to the upgrade, and close codes, that mean "do not redial". */
+const FINAL_STATUS = new Set([404, 409]);
+const FINAL_CLOSE = new Set<number>([CloseCode.SessionEnded, CloseCode.NotFound]);
+
+export class EdgeLink {
+  private socket: WebSocket | undefined;
+  private attempt = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastPong = 0;
+  private stopped = false;
+
+  constructor(
+    private readonly options: EdgeLinkOptions,
+    private readonly handlers: EdgeLinkHandlers,
+  ) {}
+
+  start(): void {
+    this.dial();
+  }
+
+  get isOpen(): boolean {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  /** Bytes queued in the socket and not yet written to the network. */
+  get bufferedAmount(): number {
+    return this.socket?.bufferedAmount ?? 0;
+  }
+
+  /** Sends if open; false when the frame could not be sent (it is then not sent at all). */
+  send(data: string | Uint8Array): boolean {
+    const socket = this.socket;
+    if (socket?.readyState !== WebSocket.OPEN) return false;
+    socket.send(data);
+    return true;
+  }
+
+  /** Closes for good; no redial. */
+  stop(code = 1000, reason = "closed"): void {
+    this.stopped = true;
+    this.clearTimers();
+    const socket = this.socket;
+    if (socket && socket.readyState !== WebSocket.CLOSED) socket.close(code, reason);
+  }
+
+  /** Drops the connection as if the network had failed; it redials as usual. */
+  drop(): void {
+    this.socket?.terminate();
+  }
+
+  private dial(): void {
+    if (this.stopped) return;
+    const { url, runnerToken, runnerId, key } = this.options;
+    const socket = new WebSocket(url, {
+      headers: { authorization: `Bearer ${runnerToken}`, "x-runner-id": runnerId },
+      maxPayload: 2 << 20,
+    });
+    this.socket = socket;
+    socket.binaryType = "nodebuffer";
+    let refused: string | undefined;
+    socket.on("unexpected-response", (_req, res) => {
+      const status = res.statusCode ?? 0;
+      if (FINAL_STATUS.has(status)) refused = `the edge answered ${status}`;
+      log.warn("link.refused", { key, status });
+      res.resume();
+      socket.terminate();
+    });
+    socket.on("open", () => {
+      this.attempt = 0;
+      this.lastPong = Date.now();
+      this.startHeartbeat(socket);
+      this.handlers.onOpen();
+    });
+    socket.on("message", (data: Buffer, isBinary) => {
+      if (!isBinary && data.byteLength === PONG_TEXT.length && data.toString("utf8") === PONG_TEXT) {
+        this.lastPong = Date.now();
+        return;
+      }
+      this.handlers.onMessage(data, isBinary);
+    });
+    socket.on("error", (error) => log.debug("link.error", { key, error }));
+    socket.on("close", (code) => {
+      if (this.socket !== socket) return;
+      this.clearTimers();
+      if (this.stopped) return;
+      if (refused || FINAL_CLOSE.has(code)) {
+        this.stopped = true;
+        this.handlers.onGone(refused ?? `the edge closed the link with ${code}`);
+        return;
+      }
+      const delay = backoffDelay(this.attempt++);
+      log.warn("link.closed", { key, code, retryInMs: Math.round(delay) });
+      this.retryTimer = setTimeout(() => this.dial(), delay);
+    });
+  }
+
+  private startHeartbeat(socket: WebSocket): void {
+    const every = this.options.heartbeatMs ?? 10_000;
+    this.heartbeat = setInterval(() => {
+      if (Date.now() - this.lastPong > every * 2.5) {
+        log.warn("link.heartbeat", { key: this.options.key, outcome: "no_pong" });
+        socket.terminate();
+        return;
+      }
+      if (socket.readyState === WebSocket.OPEN) socket.send(PING_TEXT);
+    }, every);
+  }
+
+  private clearTimers(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.retryTimer = undefined;
+    this.heartbeat = undefined;
+  }
+}

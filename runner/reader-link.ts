@@ -1,0 +1,67 @@
+// A link that only reads a session's output log for the edge: opened when the pool asks this
+// runner to `serve` a session that has no host (exited, lost, or its runner gone), and closed
+// after a quiet spell.
+import { log } from "../shared/log.js";
+import { EdgeLinkMessage, parseMessage } from "../shared/protocol.js";
+import type { RunnerConfig } from "./config.js";
+import { EdgeLink } from "./edge-link.js";
+import { edgeSocketUrl, linkPath } from "./link-url.js";
+import { serveRead } from "./log-reads.js";
+import type { OutputLog } from "./output-log.js";
+
+const IDLE_MS = 30_000;
+
+export class ReaderLink {
+  private readonly link: EdgeLink;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    config: RunnerConfig,
+    private readonly key: string,
+    tenant: string,
+    sessionId: string,
+    private readonly outputLog: OutputLog,
+    private readonly onClosed: (key: string) => void,
+  ) {
+    this.link = new EdgeLink(
+      {
+        url: edgeSocketUrl(config.brokerUrl, `${linkPath(tenant, sessionId)}?role=reader`),
+        runnerToken: config.runnerToken,
+        runnerId: config.runnerId,
+        key,
+      },
+      {
+        onOpen: () => this.touch(),
+        onMessage: (data, isBinary) => this.onMessage(data, isBinary),
+        onGone: () => this.close(),
+      },
+    );
+  }
+
+  start(): void {
+    this.link.start();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.link.stop(1000, "reader idle");
+    this.onClosed(this.key);
+  }
+
+  private touch(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.close(), IDLE_MS);
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    if (isBinary) return log.warn("reader.frame", { key: this.key, outcome: "unexpected_binary" });
+    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), 1 << 16);
+    if (!parsed.ok) return log.warn("reader.message", { key: this.key, outcome: "invalid", reason: parsed.reason });
+    if (parsed.value.type !== "read") return;
+    this.touch();
+    void serveRead(this.outputLog, this.key, parsed.value, (frame) => this.link.send(frame));
+  }
+}

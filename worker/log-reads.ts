@@ -1,0 +1,97 @@
+// Reads of a session's output log, served by a runner over a link: the session's host link
+// while it has one, otherwise a reader link that the pool asks some runner to open. Each read
+// has an id; its ReadChunk frames, gaps and end come back on the link it was sent on.
+import type { ErrorCode } from "../shared/errors.js";
+import { log } from "../shared/log.js";
+import type { EdgeLinkMessage } from "../shared/protocol.js";
+import { sendQuietly } from "./sockets.js";
+
+export interface ReadHandler {
+  onChunk(offset: number, data: Uint8Array): void;
+  onGap(from: number, to: number): void;
+  /** The read is over: complete up to `to`, or failed with `error`. */
+  onEnd(to: number, error?: { code: ErrorCode; message: string }): void;
+}
+
+interface InFlight {
+  from: number;
+  to: number;
+  handler: ReadHandler;
+  link: WebSocket | undefined;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** A read that gets no answer within this time fails (and its timer keeps the object awake). */
+const READ_TIMEOUT_MS = 30_000;
+
+export class LogReads {
+  private nextId = 1;
+  private readonly inFlight = new Map<number, InFlight>();
+
+  constructor(
+    /** An open link that can serve reads, if any. */
+    private readonly pickLink: () => WebSocket | undefined,
+    /** Asks the pool for a reader link; resolves false when no runner can be asked. */
+    private readonly summonReader: () => Promise<boolean>,
+  ) {}
+
+  read(from: number, to: number, handler: ReadHandler): void {
+    const id = this.nextId++;
+    const timer = setTimeout(
+      () => this.finish(id, undefined, { code: "INTERNAL", message: "the output log did not answer in time" }),
+      READ_TIMEOUT_MS,
+    );
+    const entry: InFlight = { from, to, handler, link: undefined, timer };
+    this.inFlight.set(id, entry);
+    const link = this.pickLink();
+    if (link) return this.send(id, entry, link);
+    void this.summonReader().then((asked) => {
+      if (!asked) this.failWaiting({ code: "NO_RUNNER", message: "no runner is connected to read the output log" });
+    });
+  }
+
+  /** A link that serves reads has opened: reads waiting for one go out on it. */
+  linkOpened(link: WebSocket): void {
+    for (const [id, entry] of this.inFlight) if (!entry.link) this.send(id, entry, link);
+  }
+
+  /** A link closed: the reads it was serving fail (their clients resume by offset). */
+  linkClosed(link: WebSocket): void {
+    for (const [id, entry] of this.inFlight) {
+      if (entry.link === link) {
+        this.finish(id, undefined, { code: "INTERNAL", message: "the log reader went away; reconnect with from" });
+      }
+    }
+  }
+
+  chunk(id: number, offset: number, data: Uint8Array): void {
+    this.inFlight.get(id)?.handler.onChunk(offset, data);
+  }
+
+  gap(id: number, from: number, to: number): void {
+    this.inFlight.get(id)?.handler.onGap(from, to);
+  }
+
+  end(id: number, to: number, error?: string): void {
+    this.finish(id, to, error === undefined ? undefined : { code: "INTERNAL", message: error });
+  }
+
+  private send(id: number, entry: InFlight, link: WebSocket): void {
+    entry.link = link;
+    const message: EdgeLinkMessage = { type: "read", id, from: entry.from, to: entry.to };
+    sendQuietly(link, JSON.stringify(message));
+  }
+
+  private failWaiting(error: { code: ErrorCode; message: string }): void {
+    for (const [id, entry] of this.inFlight) if (!entry.link) this.finish(id, undefined, error);
+  }
+
+  private finish(id: number, to: number | undefined, error?: { code: ErrorCode; message: string }): void {
+    const entry = this.inFlight.get(id);
+    if (!entry) return;
+    this.inFlight.delete(id);
+    clearTimeout(entry.timer);
+    if (error) log.warn("log.read", { from: entry.from, to: entry.to, outcome: error.code, message: error.message });
+    entry.handler.onEnd(to ?? entry.from, error);
+  }
+}

@@ -1,0 +1,150 @@
+// Whoever receives a session's output: a WebSocket client (framed or raw) or a Server-Sent
+// Events stream. Each one replays from its offset, then follows live output; the session
+// object drives them through this one interface.
+import { bytesToBase64 } from "../shared/base64.js";
+import { type ServerMessage, encodeOutput } from "../shared/protocol.js";
+import { closeQuietly, sendQuietly } from "./sockets.js";
+
+export type SubscriberKind = "framed" | "raw" | "sse";
+
+export interface Subscriber {
+  readonly kind: SubscriberKind;
+  /** Offset of the next byte this subscriber receives. */
+  cursor: number;
+  /** Replay is over: live output goes to it as it arrives. */
+  live: boolean;
+  closed: boolean;
+  /** Output bytes at `offset`; `frame` is the same bytes already framed, when at hand. */
+  deliver(offset: number, data: Uint8Array, frame?: ArrayBuffer): void;
+  control(message: ServerMessage): void;
+  /** Bytes sent that the subscriber has not taken yet, as far as the edge can tell. */
+  lag(): number;
+  close(code: number, reason: string): void;
+}
+
+/** What a client socket's attachment keeps across hibernation. */
+export interface ClientAttachment {
+  kind: "framed" | "raw";
+  live: boolean;
+  cursor: number;
+}
+
+/**
+ * A WebSocket client. workerd does not expose `bufferedAmount`, so a framed client's lag is
+ * measured by its `ack` messages; a raw client cannot acknowledge and is never cut.
+ */
+export class SocketSubscriber implements Subscriber {
+  closed = false;
+  acked: number;
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly kind: "framed" | "raw",
+    public cursor: number,
+    public live: boolean,
+  ) {
+    this.acked = cursor;
+  }
+
+  deliver(offset: number, data: Uint8Array, frame?: ArrayBuffer): void {
+    if (this.kind === "framed") sendQuietly(this.ws, frame ?? encodeOutput(offset, data));
+    else sendQuietly(this.ws, data);
+    this.cursor = offset + data.byteLength;
+  }
+
+  control(message: ServerMessage): void {
+    if (this.kind === "framed") sendQuietly(this.ws, JSON.stringify(message));
+  }
+
+  ack(offset: number): void {
+    if (offset > this.acked) this.acked = Math.min(offset, this.cursor);
+  }
+
+  lag(): number {
+    return this.kind === "framed" ? this.cursor - this.acked : 0;
+  }
+
+  close(code: number, reason: string): void {
+    this.closed = true;
+    closeQuietly(this.ws, code, reason);
+  }
+
+  persist(): void {
+    this.ws.serializeAttachment({ kind: this.kind, live: this.live, cursor: this.cursor } satisfies ClientAttachment);
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * A Server-Sent Events stream: `event: data` with `id: <offset after the chunk>` and base64
+ * bytes, `event: gap`, `event: exit` (then the stream ends). Its lag is what the response
+ * stream holds unread; past the bound the stream ends and the client resumes by Last-Event-ID.
+ */
+export class StreamSubscriber implements Subscriber {
+  readonly kind = "sse" as const;
+  live = false;
+  closed = false;
+  readonly body: ReadableStream<Uint8Array>;
+  private controller!: ReadableStreamDefaultController<Uint8Array>;
+
+  constructor(
+    public cursor: number,
+    private readonly maxLag: number,
+    onCancel: () => void,
+  ) {
+    this.body = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.controller = controller;
+        },
+        cancel: () => {
+          this.closed = true;
+          onCancel();
+        },
+      },
+      { highWaterMark: maxLag, size: (chunk) => chunk.byteLength },
+    );
+  }
+
+  deliver(offset: number, data: Uint8Array): void {
+    const end = offset + data.byteLength;
+    this.write(`event: data\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
+    this.cursor = end;
+  }
+
+  control(message: ServerMessage): void {
+    if (message.type === "gap") {
+      this.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
+    } else if (message.type === "exit") {
+      const { status, exitCode, signal } = message;
+      this.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal })}\n\n`);
+    } else if (message.type === "error") {
+      this.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
+    }
+  }
+
+  lag(): number {
+    return this.maxLag - (this.controller.desiredSize ?? 0);
+  }
+
+  /** Ends the stream; what is queued still reaches the client (which resumes by Last-Event-ID). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.controller.close();
+    } catch {
+      // cancelled meanwhile
+    }
+  }
+
+  private write(text: string): void {
+    if (this.closed) return;
+    try {
+      this.controller.enqueue(encoder.encode(text));
+    } catch {
+      this.closed = true;
+    }
+  }
+}
