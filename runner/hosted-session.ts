@@ -35,6 +35,7 @@ export class HostedSession {
   private exitTimer: NodeJS.Timeout | undefined;
   private exited = false;
   private ended = false;
+  private released = false;
   private appendFailing = false;
   private retainedReported = 0;
   private retainedCheckedAt = 0;
@@ -43,8 +44,11 @@ export class HostedSession {
     private readonly config: RunnerConfig,
     private readonly spawn: SpawnMessage,
     private readonly outputLog: OutputLog,
-    /** Called once when the session no longer occupies this runner. */
-    private readonly onEnd: (key: string) => void,
+    /**
+     * Called once when the session no longer occupies a slot on this runner: its process has
+     * exited (the exit report may still be on its way) or it ended before starting.
+     */
+    private readonly onReleased: (key: string) => void,
   ) {
     this.key = spawn.key;
     this.link = new EdgeLink(
@@ -134,6 +138,7 @@ export class HostedSession {
     log.info("session.exited", { key: this.key, ...exit, offset: this.coalescer?.offset });
     if (this.pty) killSessionProcesses(this.pty.pid);
     const message: RunnerLinkMessage = { type: "exited", exitCode: exit.exitCode, signal: exit.signal };
+    this.release();
     this.delivery.finish(JSON.stringify(message));
     void this.outputLog
       .expire(this.key, this.config.outputTtlSec)
@@ -224,6 +229,12 @@ export class HostedSession {
     if (this.exitTimer) clearTimeout(this.exitTimer);
     this.coalescer?.dispose();
     this.link.stop(1000, "session ended");
-    this.onEnd(this.key);
+    this.release();
+  }
+
+  private release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.onReleased(this.key);
   }
 }

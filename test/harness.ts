@@ -98,6 +98,9 @@ export async function waitForRunners(
 
 type Waiter = { check: () => boolean; resolve: () => void };
 
+/** How often a framed client acknowledges what it received (the edge cuts clients that lag). */
+const ACK_EVERY_BYTES = 256 * 1024;
+
 /** A terminal client over the public WebSocket, framed mode unless `raw`. */
 export class TermClient {
   readonly socket: WebSocket;
@@ -114,7 +117,17 @@ export class TermClient {
   readonly closed: Promise<number>;
   private waiters = new Set<Waiter>();
 
-  constructor(url: string, sessionId: string, key: string, options: { query?: string; protocols?: string[] } = {}) {
+  /** Highest offset acknowledged to the server (framed mode acknowledges as it receives). */
+  private acked = 0;
+  private readonly autoAck: boolean;
+
+  constructor(
+    url: string,
+    sessionId: string,
+    key: string,
+    options: { query?: string; protocols?: string[]; ack?: boolean } = {},
+  ) {
+    this.autoAck = options.ack ?? true;
     const wsUrl = `${url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect${options.query ? `?${options.query}` : ""}`;
     this.socket = new WebSocket(wsUrl, options.protocols ?? [], { headers: { authorization: `Bearer ${key}` } });
     this.opened = new Promise((resolve, reject) => {
@@ -142,6 +155,7 @@ export class TermClient {
           this.startOffset ??= frame.offset;
           this.nextOffset = frame.offset + frame.data.byteLength;
           this.append(Buffer.from(frame.data));
+          if (this.autoAck && this.nextOffset - this.acked >= ACK_EVERY_BYTES) this.ack();
         }
       }
       this.notify();
@@ -172,6 +186,13 @@ export class TermClient {
   send(input: string | Uint8Array): void {
     const bytes = typeof input === "string" ? Buffer.from(input, "utf8") : input;
     this.socket.send(encodeInput(bytes));
+  }
+
+  /** Tells the server every byte below `nextOffset` has arrived. */
+  ack(): void {
+    if (this.nextOffset === undefined || this.socket.readyState !== WebSocket.OPEN) return;
+    this.acked = this.nextOffset;
+    this.socket.send(JSON.stringify({ type: "ack", offset: this.nextOffset }));
   }
 
   control(message: unknown): void {
