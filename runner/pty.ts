@@ -1,7 +1,10 @@
 // The one module that imports node-pty: spawns a process on a pseudo-terminal and
 // exposes only what a hosted session needs.
+import { constants as fsConstants, readFileSync, readSync } from "node:fs";
+import { Socket } from "node:net";
 import { constants } from "node:os";
 import * as nodePty from "node-pty";
+import { log } from "../shared/log.js";
 import { statFields } from "./proc.js";
 
 export interface PtyExit {
@@ -14,7 +17,11 @@ export interface PtyExit {
 export interface PtyProcess {
   readonly pid: number;
   onData(listener: (bytes: Buffer) => void): void;
-  /** Fires once, after node-pty has closed the terminal's read side. */
+  /**
+   * Fires once, after node-pty has closed the terminal's read side and every byte the
+   * process wrote has been passed to the data listeners (bytes held back by pause()
+   * are passed on at resume(), and exit waits for them).
+   */
   onExit(listener: (exit: PtyExit) => void): void;
   write(bytes: Uint8Array): void;
   resize(cols: number, rows: number): void;
@@ -22,6 +29,7 @@ export interface PtyProcess {
   signalForeground(signal: string): void;
   /** Sends `signal` to the process the session started. */
   signalProcess(signal: string): void;
+  /** Stops reading the terminal (the process blocks once the kernel's buffer is full). */
   pause(): void;
   resume(): void;
 }
@@ -48,17 +56,55 @@ export function spawnPty(options: PtyOptions): PtyProcess {
   });
   const pid = term.pid;
 
+  const dataListeners: ((bytes: Buffer) => void)[] = [];
+  const exitListeners: ((exit: PtyExit) => void)[] = [];
+  let paused = false;
+  let flushing = false;
+  /** Bytes that arrived while paused (only the close-time drain produces those), oldest first. */
+  const held: Buffer[] = [];
+  /** node-pty's exit, kept until `held` is empty. */
+  let exit: PtyExit | null = null;
+  let exitReported = false;
+
+  const deliver = (bytes: Buffer) => {
+    if (paused || held.length > 0) held.push(bytes);
+    else for (const listener of dataListeners) listener(bytes);
+  };
+  // Passes on held bytes in order, then the exit once nothing is held back any more.
+  const flush = () => {
+    if (flushing) return; // a listener called resume(): the loop below carries on
+    flushing = true;
+    try {
+      while (!paused && held.length > 0) {
+        const bytes = held.shift() as Buffer;
+        for (const listener of dataListeners) listener(bytes);
+      }
+    } finally {
+      flushing = false;
+    }
+    if (held.length === 0 && exit && !exitReported) {
+      exitReported = true;
+      for (const listener of exitListeners) listener(exit);
+    }
+  };
+
+  // With `encoding: null` node-pty hands out Buffers; its typings still say string.
+  term.onData((chunk) => deliver(chunk as unknown as Buffer));
+  drainBeforeClose(term, pid, deliver);
+  // node-pty reports the exit only after its read side has closed, so after the drain.
+  term.onExit(({ exitCode, signal }) => {
+    const name = signal ? (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`) : null;
+    exit = { exitCode: name ? null : exitCode, signal: name };
+    flush();
+  });
+
   return {
     pid,
     onData(listener) {
-      // With `encoding: null` node-pty hands out Buffers; its typings still say string.
-      term.onData((chunk) => listener(chunk as unknown as Buffer));
+      dataListeners.push(listener);
     },
     onExit(listener) {
-      term.onExit(({ exitCode, signal }) => {
-        const name = signal ? (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`) : null;
-        listener({ exitCode: name ? null : exitCode, signal: name });
-      });
+      exitListeners.push(listener);
     },
     write(bytes) {
       term.write(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
@@ -73,10 +119,13 @@ export function spawnPty(options: PtyOptions): PtyProcess {
       process.kill(pid, signal);
     },
     pause() {
+      paused = true;
       term.pause();
     },
     resume() {
-      term.resume();
+      paused = false;
+      flush();
+      if (!paused) term.resume();
     },
   };
 }
@@ -85,4 +134,90 @@ export function spawnPty(options: PtyOptions): PtyProcess {
 function foregroundGroup(pid: number): number {
   const tpgid = Number(statFields(pid)?.[5]);
   return tpgid > 0 ? tpgid : pid;
+}
+
+// Platform quirk (Linux): when the last process holding the terminal's slave side exits
+// right after writing, libuv's read of the master can return EIO while the kernel still
+// has the final bytes queued (tty flip buffer -> line discipline). Node then destroys the
+// socket, which closes the master fd, and those bytes - often the last few KB - are lost;
+// waiting after exit cannot help. The same happens to bytes Node had already read but not
+// yet emitted because the socket was paused, and node-pty destroys a paused socket 200 ms
+// after the process exits. So, at the moment node-pty's socket is destroyed and while its
+// fd is still open: pass on what the socket still buffers, then read the fd synchronously
+// until EIO (slave gone and nothing left). This is the only code that touches node-pty's
+// private fields (`_socket`, a tty.ReadStream over the master fd, and `_fd`, that fd); if
+// they are not as expected we log once and run without the drain.
+const EAGAIN_WAIT_MS = 50; // total wait for bytes still on their way to a non-blocking fd
+const DRAIN_LIMIT_MS = 250; // the drain blocks the event loop: never longer than this
+const DRAIN_LIMIT_BYTES = 4 << 20; // the kernel holds far less; more means a live writer
+let warnedNoDrain = false;
+
+function drainBeforeClose(term: nodePty.IPty, pid: number, deliver: (bytes: Buffer) => void): void {
+  const { _socket: socket, _fd: fd } = term as unknown as { _socket?: unknown; _fd?: unknown };
+  if (process.platform !== "linux" || !(socket instanceof Socket) || typeof fd !== "number") {
+    if (!warnedNoDrain) log.warn("pty.drain", { outcome: "unavailable", platform: process.platform });
+    warnedNoDrain = true;
+    return;
+  }
+  const destroy = socket._destroy;
+  socket._destroy = function (this: Socket, error, callback) {
+    let buffered = 0;
+    let drained = 0;
+    try {
+      // Paused: Node may hold bytes it read but has not emitted; read() emits them as 'data'
+      // (node-pty forwards that to `deliver`), unless the stream already reported an error.
+      let seen = 0;
+      const count = (bytes: Buffer) => (seen += bytes.length);
+      socket.prependListener("data", count);
+      try {
+        for (let rest; socket.readableLength > 0 && (rest = socket.read() as Buffer | null); ) {
+          if (seen < buffered + rest.length) deliver(rest); // not emitted: pass it on ourselves
+          buffered += rest.length;
+          seen = buffered;
+        }
+      } finally {
+        socket.removeListener("data", count);
+      }
+      drained = drainFd(fd, deliver);
+    } catch (drainError) {
+      log.warn("pty.drain", { pid, outcome: "failed", error: drainError });
+    }
+    if (buffered + drained > 0) log.debug("pty.drain", { pid, buffered, drained });
+    destroy.call(this, error, callback);
+  };
+}
+
+/** Reads `fd` until EIO, EOF, another error or a limit; returns the number of bytes passed on. */
+function drainFd(fd: number, deliver: (bytes: Buffer) => void): number {
+  if (!isNonBlocking(fd)) return 0; // a blocking read could wait forever for a live writer
+  const sleeper = new Int32Array(new SharedArrayBuffer(4));
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  const start = performance.now();
+  let waitedMs = 0;
+  let total = 0;
+  while (total < DRAIN_LIMIT_BYTES && performance.now() - start < DRAIN_LIMIT_MS) {
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EAGAIN" || waitedMs >= EAGAIN_WAIT_MS) break;
+      Atomics.wait(sleeper, 0, 0, 1); // slave still open somewhere: bytes may be in flight
+      waitedMs += 1;
+      continue;
+    }
+    if (n === 0) break;
+    deliver(Buffer.from(chunk.subarray(0, n)));
+    total += n;
+  }
+  return total;
+}
+
+/** O_NONBLOCK set on `fd` (libuv sets it on the master; checked, not assumed). */
+function isNonBlocking(fd: number): boolean {
+  try {
+    const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "latin1"));
+    return flags !== null && (parseInt(flags[1], 8) & fsConstants.O_NONBLOCK) !== 0;
+  } catch {
+    return false;
+  }
 }
