@@ -1,13 +1,19 @@
-// One edge (wrangler dev → workerd) and one runner shared by the end-to-end suites.
-// Suites that need their own topology (several runners, limits) start their own.
+// One edge (wrangler dev → workerd), one Redis and one runner logging to it, shared by the
+// end-to-end suites. Suites that need their own topology (several runners, limits, restarts)
+// start their own.
 import type { TestProject } from "vitest/node";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
 import { waitForRunners } from "./harness.js";
+import { type RedisServer, startRedis } from "./redis-server.js";
 
 export const TENANTS = { acme: "acme-key-e2e", globex: "globex-key-e2e" } as const;
 
 let edge: Edge | undefined;
 let runner: ManagedProcess | undefined;
+let redis: RedisServer | undefined;
+
+/** Retention of the shared runner: large enough that the 40 MB flood suite can replay it all. */
+export const SHARED_RETAIN_BYTES = 64 * 1024 * 1024;
 
 export async function setup(project: TestProject): Promise<void> {
   const runnerToken = secret();
@@ -18,20 +24,31 @@ export async function setup(project: TestProject): Promise<void> {
     runnerToken,
     vars: { MAX_INPUT_BYTES: "65536" },
   });
-  runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "e2e-runner" });
+  redis = await startRedis();
+  runner = startRunner({
+    brokerUrl: edge.url,
+    runnerToken,
+    runnerId: "e2e-runner",
+    env: { REDIS_URL: redis.url, OUTPUT_RETAIN_BYTES: String(SHARED_RETAIN_BYTES) },
+  });
   await waitForRunners(edge.url, runnerToken, 1);
   project.provide("edgeUrl", edge.url);
   project.provide("runnerToken", runnerToken);
+  project.provide("runnerPid", runner.pid);
+  project.provide("edgePid", edge.pid);
 }
 
 export async function teardown(): Promise<void> {
   await runner?.stop();
   await edge?.stop();
+  await redis?.stop();
 }
 
 declare module "vitest" {
   export interface ProvidedContext {
     edgeUrl: string;
     runnerToken: string;
+    runnerPid: number;
+    edgePid: number;
   }
 }

@@ -1,5 +1,6 @@
 // Helpers for end-to-end tests: a small REST client, a WebSocket terminal client that checks
 // offsets as frames arrive, and deadline-bound waits driven by events (never fixed sleeps).
+import { createHash } from "node:crypto";
 import WebSocket from "ws";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
 import type { Session } from "../shared/session.js";
@@ -262,4 +263,134 @@ export function liveSessionProcesses(sid: number): number[] {
 /** The parent pid of `pid` (which runner process owns a session). */
 export function parentPid(pid: number): number {
   return Number(statFields(pid)?.[1]);
+}
+
+/** Everything `GET .../output` holds from `from`, following `X-Offset-To` across responses. */
+export async function fetchOutput(
+  api: Api,
+  id: string,
+  from?: number,
+): Promise<{ from: number; to: number; bytes: Buffer }> {
+  const session = await api.get(id);
+  const parts: Buffer[] = [];
+  let start: number | undefined;
+  let cursor = from;
+  for (;;) {
+    const query = cursor === undefined ? "" : `?from=${cursor}`;
+    const res = await fetch(`${api.url}/v1/sessions/${id}/output${query}`, {
+      headers: { authorization: `Bearer ${api.key}` },
+    });
+    if (res.status !== 200) throw new Error(`output failed: ${res.status} ${await res.text()}`);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const got = { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")) };
+    if (got.to - got.from !== bytes.byteLength) throw new Error(`headers ${JSON.stringify(got)} vs ${bytes.length} bytes`);
+    start ??= got.from;
+    parts.push(bytes);
+    if (got.to >= session.offset || bytes.byteLength === 0) return { from: start, to: got.to, bytes: Buffer.concat(parts) };
+    cursor = got.to;
+  }
+}
+
+export interface SseEvent {
+  event: string;
+  id: string | undefined;
+  data: string;
+}
+
+/** A Server-Sent Events reader over fetch: parses events as they stream in. */
+export class SseClient {
+  readonly events: SseEvent[] = [];
+  private chunks: Buffer[] = [];
+  lastEventId: string | undefined;
+  ended = false;
+  status = 0;
+  private readonly abort = new AbortController();
+  private waiters = new Set<() => void>();
+  readonly done: Promise<void>;
+
+  constructor(url: string, sessionId: string, key: string, options: { lastEventId?: string; query?: string } = {}) {
+    const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "text/event-stream" };
+    if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
+    const target = `${url}/v1/sessions/${sessionId}/stream${options.query ? `?${options.query}` : ""}`;
+    this.done = this.run(target, headers).finally(() => {
+      this.ended = true;
+      this.notify();
+    });
+  }
+
+  get bytes(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  close(): void {
+    this.abort.abort();
+  }
+
+  waitFor(check: () => boolean, what: string, deadlineMs = 15_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const test = () => {
+        if (check()) {
+          this.waiters.delete(test);
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(test);
+        reject(new Error(`timed out waiting for ${what}`));
+      }, deadlineMs);
+      this.waiters.add(test);
+      test();
+    });
+  }
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  private async run(target: string, headers: Record<string, string>): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(target, { headers, signal: this.abort.signal });
+    } catch {
+      return;
+    }
+    this.status = res.status;
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buffered = "";
+    try {
+      for await (const piece of res.body) {
+        buffered += decoder.decode(piece, { stream: true });
+        let end: number;
+        while ((end = buffered.indexOf("\n\n")) >= 0) {
+          this.parse(buffered.slice(0, end));
+          buffered = buffered.slice(end + 2);
+        }
+        this.notify();
+      }
+    } catch {
+      // aborted
+    }
+  }
+
+  private parse(block: string): void {
+    const event: SseEvent = { event: "message", id: undefined, data: "" };
+    for (const row of block.split("\n")) {
+      const colon = row.indexOf(":");
+      const field = row.slice(0, colon);
+      const value = row.slice(colon + 1).replace(/^ /, "");
+      if (field === "event") event.event = value;
+      else if (field === "id") event.id = value;
+      else if (field === "data") event.data += value;
+    }
+    this.events.push(event);
+    if (event.id !== undefined) this.lastEventId = event.id;
+    if (event.event === "data") this.chunks.push(Buffer.from(event.data, "base64"));
+  }
+}
+
+export function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }

@@ -31,7 +31,8 @@ app.get("/internal/runners", requireRunner, async (c) => c.json({ runners: await
 app.get("/internal/sessions/:tenant/:id/link", requireRunner, (c) => {
   const { tenant, id } = c.req.param();
   if (!TENANT_PATTERN.test(tenant) || !SESSION_ID.test(id)) throw new ApiError("NOT_FOUND", "no such session");
-  return sessionStub(c.env, tenant, id).fetch(new Request("https://session/link", { headers: c.req.raw.headers }));
+  const role = c.req.query("role") === "reader" ? "?role=reader" : "";
+  return sessionStub(c.env, tenant, id).fetch(new Request(`https://session/link${role}`, { headers: c.req.raw.headers }));
 });
 
 app.notFound(() => {
