@@ -39,6 +39,8 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           environment: "node",
           globalSetup: ["test/global-setup.ts"],
+          // One suite at a time: the stack already keeps both cores busy, and floods measure it.
+          fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 90_000,
         },

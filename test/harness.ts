@@ -101,6 +101,8 @@ type Waiter = { check: () => boolean; resolve: () => void };
 
 /** How often a framed client acknowledges what it received (the edge cuts clients that lag). */
 const ACK_EVERY_BYTES = 256 * 1024;
+/** Text kept for matching output as it arrives; patterns waited for are far shorter. */
+const RECENT_CHARS = 64 * 1024;
 
 /** A terminal client over the public WebSocket, framed mode unless `raw`. */
 export class TermClient {
@@ -163,9 +165,14 @@ export class TermClient {
     });
   }
 
+  /** The last RECENT_CHARS of output as text, kept as frames arrive so waits stay cheap. */
+  private recent = "";
+  private readonly decoder = new TextDecoder();
+
   private append(bytes: Buffer): void {
     this.chunks.push(bytes);
     this.size += bytes.byteLength;
+    this.recent = (this.recent + this.decoder.decode(bytes, { stream: true })).slice(-RECENT_CHARS);
   }
 
   get output(): Buffer {
@@ -224,7 +231,7 @@ export class TermClient {
         this.waiters.delete(waiter);
         reject(
           new Error(
-            `timed out after ${deadlineMs} ms waiting for ${what}; output tail: ${JSON.stringify(this.text.slice(-400))}`,
+            `timed out after ${deadlineMs} ms waiting for ${what}; output tail: ${JSON.stringify(this.recent.slice(-400))}`,
           ),
         );
       }, deadlineMs);
@@ -232,9 +239,11 @@ export class TermClient {
     });
   }
 
+  /** Waits for `pattern` in the output: the whole of it now, then the recent text of each new frame. */
   waitForOutput(pattern: RegExp | string, deadlineMs?: number): Promise<void> {
     const test = typeof pattern === "string" ? (t: string) => t.includes(pattern) : (t: string) => pattern.test(t);
-    return this.waitFor(() => test(this.text), `output ${pattern}`, deadlineMs);
+    if (test(this.text)) return Promise.resolve();
+    return this.waitFor(() => test(this.recent), `output ${pattern}`, deadlineMs);
   }
 
   async waitForMessage(predicate: (m: any) => boolean, what: string, deadlineMs?: number): Promise<any> {

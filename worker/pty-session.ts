@@ -245,6 +245,7 @@ export class PtySession extends DurableObject<Env> {
             stopped = true;
             break;
           }
+          this.noteLeadingGap(cursor, item.to);
           start = cursor = item.to;
         } else {
           parts.push(item.data);
@@ -444,11 +445,7 @@ export class PtySession extends DurableObject<Env> {
         this.startWaiter?.("failed");
         return;
       case "retained":
-        if (msg.from > this.retainedFrom) {
-          this.retainedFrom = Math.min(msg.from, this.offset);
-          this.ctx.storage.kv.put("retainedFrom", this.retainedFrom);
-        }
-        return;
+        return this.noteRetainedFrom(msg.from);
     }
   }
 
@@ -495,19 +492,16 @@ export class PtySession extends DurableObject<Env> {
 
   private startReplay(sub: Subscriber, from: StartFrom): void {
     const end = this.offset;
-    let start = from === "live" ? end : from === "retained" ? this.retainedFrom : Math.min(from, end);
-    if (typeof from === "number" && start < this.retainedFrom) {
-      sub.control({ type: "gap", from: start, to: this.retainedFrom });
-      start = this.retainedFrom;
-    }
-    sub.cursor = start;
-    if (start >= end) return this.goLive(sub);
-    sub.control({ type: "replay", from: start, to: end });
-    this.continueReplay(sub, from === "retained");
+    sub.cursor = from === "live" ? end : from === "retained" ? this.retainedFrom : Math.min(from, end);
+    if (sub.cursor >= end) return this.goLive(sub);
+    this.continueReplay(sub, { quiet: from === "retained", announced: false });
   }
 
-  /** Reads the next piece up to the current offset; once caught up, the subscriber goes live. */
-  private continueReplay(sub: Subscriber, quietLeadingGap: boolean): void {
+  /**
+   * Reads the next piece up to the current offset; once caught up, the subscriber goes live.
+   * `replay` is announced before the first replayed byte, after any gap in front of it.
+   */
+  private continueReplay(sub: Subscriber, replay: { quiet: boolean; announced: boolean }): void {
     if (sub.closed) return;
     if (sub.cursor >= this.offset) return this.goLive(sub);
     const maxLag = limits(this.env).maxClientLagBytes;
@@ -519,21 +513,39 @@ export class PtySession extends DurableObject<Env> {
           data = data.subarray(sub.cursor - offset);
           offset = sub.cursor;
         }
+        if (!replay.announced) {
+          replay.announced = true;
+          sub.control({ type: "replay", from: offset, to: this.offset });
+        }
         sub.deliver(offset, data);
         if (sub.lag() > maxLag) this.cutSlow(sub);
       },
       onGap: (gapFrom, gapTo) => {
         if (sub.closed) return;
+        if (!replay.announced) this.noteLeadingGap(gapFrom, gapTo);
         // With no `from` the client asked for whatever is retained: a leading gap is no news.
-        if (!quietLeadingGap) sub.control({ type: "gap", from: gapFrom, to: gapTo });
+        if (!(replay.quiet && !replay.announced)) sub.control({ type: "gap", from: gapFrom, to: gapTo });
         sub.cursor = Math.max(sub.cursor, gapTo);
       },
       onEnd: (_to, error) => {
         if (sub.closed) return;
         if (error) return this.failReplay(sub, error);
-        this.continueReplay(sub, false);
+        this.continueReplay(sub, replay);
       },
     });
+  }
+
+  /** A read found nothing in [from, to): if that reaches back to the log's start, the start moved. */
+  private noteLeadingGap(from: number, to: number): void {
+    if (from <= this.retainedFrom) this.noteRetainedFrom(to);
+  }
+
+  /** The log starts at `from` or later (a trim, an expiry or a lost Redis moved it on). */
+  private noteRetainedFrom(from: number): void {
+    const next = Math.min(from, this.offset);
+    if (next <= this.retainedFrom) return;
+    this.retainedFrom = next;
+    this.ctx.storage.kv.put("retainedFrom", next);
   }
 
   private failReplay(sub: Subscriber, error: { code: ErrorCode; message: string }): void {
@@ -629,7 +641,7 @@ export class PtySession extends DurableObject<Env> {
       const live = att?.live ?? true;
       sub = new SocketSubscriber(ws, att?.kind ?? "framed", live ? this.offset : (att?.cursor ?? this.offset), live);
       this.sockets.set(ws, sub);
-      if (!live) this.continueReplay(sub, false);
+      if (!live) this.continueReplay(sub, { quiet: false, announced: false });
     }
     return sub;
   }

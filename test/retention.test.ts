@@ -1,0 +1,91 @@
+// Issue 3: history trimmed by OUTPUT_RETAIN_BYTES. `from=0` gets `gap` up to `retainedFrom`,
+// then exactly the bytes from there; without `from`, the retained bytes with no gap.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import { Api, SseClient, TermClient, fetchOutput, waitForRunners } from "./harness.js";
+import { type RedisServer, startRedis } from "./redis-server.js";
+
+const RETAIN = 256 * 1024;
+const KEY = "retention-key";
+let edge: Edge;
+let runner: ManagedProcess;
+let redis: RedisServer;
+let api: Api;
+const state = mkdtempSync(join(tmpdir(), "ptybroker-retention-"));
+
+beforeAll(async () => {
+  const runnerToken = secret();
+  [edge, redis] = await Promise.all([
+    startEdge({ apiKeys: `acme:${KEY}`, runnerToken, persistTo: join(state, "edge") }),
+    startRedis(),
+  ]);
+  runner = startRunner({
+    brokerUrl: edge.url,
+    runnerToken,
+    env: { REDIS_URL: redis.url, OUTPUT_RETAIN_BYTES: String(RETAIN) },
+  });
+  await waitForRunners(edge.url, runnerToken, 1);
+  api = new Api(edge.url, KEY);
+});
+
+afterAll(async () => {
+  await runner?.stop();
+  await edge?.stop();
+  await redis?.stop();
+  rmSync(state, { recursive: true, force: true });
+});
+
+function seqOutput(n: number): Buffer {
+  const lines: string[] = [];
+  for (let i = 1; i <= n; i++) lines.push(`${i}\r\n`);
+  return Buffer.from(lines.join(""));
+}
+
+describe("retention", () => {
+  it("says gap for trimmed history and then replays exactly what is retained", async () => {
+    const expected = seqOutput(100_000);
+    const s = await api.create({ command: "/usr/bin/seq", args: ["1", "100000"] });
+    const done = await api.request("GET", `/v1/sessions/${s.id}/wait?timeoutSec=30`);
+    expect(done.body).toMatchObject({ status: "exited", exitCode: 0, offset: expected.byteLength });
+
+    const fromZero = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
+    await fromZero.waitForMessage((m) => m.type === "exit", "exit");
+    const kinds = fromZero.messages.map((m) => m.type);
+    expect(kinds).toEqual(["hello", "gap", "replay", "live", "exit"]);
+    const gap = fromZero.messages[1];
+    const retainedFrom = gap.to as number;
+    expect(gap.from).toBe(0);
+    expect(retainedFrom).toBeGreaterThan(0);
+    // At most the retention (plus the trimming slack and one chunk) is kept.
+    expect(expected.byteLength - retainedFrom).toBeLessThanOrEqual(RETAIN + RETAIN / 8 + 65536);
+    expect(expected.byteLength - retainedFrom).toBeGreaterThanOrEqual(RETAIN - 65536);
+    expect(fromZero.messages[2]).toEqual({ type: "replay", from: retainedFrom, to: expected.byteLength });
+    expect(fromZero.startOffset).toBe(retainedFrom);
+    expect(fromZero.output.equals(expected.subarray(retainedFrom))).toBe(true);
+    fromZero.socket.terminate();
+
+    expect((await api.get(s.id)).retainedFrom).toBe(retainedFrom);
+
+    // No `from`: whatever is retained, without a gap.
+    const retained = new TermClient(edge.url, s.id, KEY);
+    await retained.waitForMessage((m) => m.type === "exit", "exit");
+    expect(retained.messages.map((m) => m.type)).toEqual(["hello", "replay", "live", "exit"]);
+    expect(retained.output.equals(expected.subarray(retainedFrom))).toBe(true);
+    retained.socket.terminate();
+
+    // REST: the answer starts at retainedFrom and says so in its headers.
+    const rest = await fetchOutput(api, s.id, 0);
+    expect(rest.from).toBe(retainedFrom);
+    expect(rest.bytes.equals(expected.subarray(retainedFrom))).toBe(true);
+
+    // SSE from 0: a gap event, then the retained bytes, then exit.
+    const sse = new SseClient(edge.url, s.id, KEY, { query: "from=0" });
+    await sse.done;
+    expect(sse.events[0]).toMatchObject({ event: "gap", data: JSON.stringify({ from: 0, to: retainedFrom }) });
+    expect(sse.bytes.equals(expected.subarray(retainedFrom))).toBe(true);
+    expect(sse.events.at(-1)?.event).toBe("exit");
+  });
+});

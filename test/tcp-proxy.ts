@@ -1,0 +1,87 @@
+// A TCP proxy for tests: forwards 127.0.0.1:<port> to 127.0.0.1:<targetPort>, byte for byte,
+// and can cut every open connection at once (both sides reset), as a network failure would.
+import { type Server, type Socket, connect, createServer } from "node:net";
+
+export interface TcpProxy {
+  port: number;
+  /** http://127.0.0.1:<port>, for BROKER_URL. */
+  url: string;
+  /** Destroys every open connection on both sides (TCP reset), like a network failure. */
+  cutAll(): void;
+  /** Connections open now (client and upstream pairs). */
+  connections(): number;
+  /** Cuts every connection and stops listening. */
+  close(): Promise<void>;
+}
+
+interface Pair {
+  client: Socket;
+  upstream: Socket;
+}
+
+/** Resets a socket (RST) when it is connected, otherwise just destroys it. */
+function cut(socket: Socket): void {
+  if (socket.destroyed) return;
+  try {
+    if (socket.readyState === "open" || socket.readyState === "readOnly" || socket.readyState === "writeOnly") {
+      socket.resetAndDestroy();
+      return;
+    }
+  } catch {
+    // not resettable in its state: destroy below
+  }
+  socket.destroy();
+}
+
+export function startProxy(targetPort: number): Promise<TcpProxy> {
+  const pairs = new Set<Pair>();
+  const server: Server = createServer((client) => {
+    const upstream = connect({ host: "127.0.0.1", port: targetPort });
+    const pair: Pair = { client, upstream };
+    pairs.add(pair);
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
+    // A failure on either side resets the other; a clean close is passed on as a clean end.
+    // The pair counts as open until both sides have closed.
+    let open = 2;
+    const closed = (other: Socket) => (hadError: boolean) => {
+      if (hadError) cut(other);
+      else if (!other.destroyed) other.end();
+      if (--open === 0) pairs.delete(pair);
+    };
+    client.on("error", () => cut(upstream));
+    upstream.on("error", () => cut(client));
+    client.on("close", closed(upstream));
+    upstream.on("close", closed(client));
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+
+  const cutAll = () => {
+    for (const pair of [...pairs]) {
+      pairs.delete(pair);
+      cut(pair.client);
+      cut(pair.upstream);
+    }
+  };
+
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      resolve({
+        port,
+        url: `http://127.0.0.1:${port}`,
+        cutAll,
+        connections: () => pairs.size,
+        close: () =>
+          new Promise<void>((done) => {
+            cutAll();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
