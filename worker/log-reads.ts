@@ -23,30 +23,50 @@ interface InFlight {
 
 /** A read that gets no answer within this time fails (and its timer keeps the object awake). */
 const READ_TIMEOUT_MS = 30_000;
+const SUMMON_RETRY_MS = 1000;
 
 export class LogReads {
   private nextId = 1;
   private readonly inFlight = new Map<number, InFlight>();
 
+  private summoning = false;
+
   constructor(
     /** An open link that can serve reads, if any. */
     private readonly pickLink: () => WebSocket | undefined,
+    /** Whether the session's host link is expected back (running, within its grace): then wait for it. */
+    private readonly expectHost: () => boolean,
     /** Asks the pool for a reader link; resolves false when no runner can be asked. */
     private readonly summonReader: () => Promise<boolean>,
   ) {}
 
   read(from: number, to: number, handler: ReadHandler): void {
     const id = this.nextId++;
-    const timer = setTimeout(
-      () => this.finish(id, undefined, { code: "INTERNAL", message: "the output log did not answer in time" }),
-      READ_TIMEOUT_MS,
-    );
+    const timer = setTimeout(() => {
+      const waiting = !this.inFlight.get(id)?.link;
+      this.finish(id, undefined, {
+        code: waiting ? "NO_RUNNER" : "INTERNAL",
+        message: waiting ? "no runner came to read the output log" : "the output log did not answer in time",
+      });
+    }, READ_TIMEOUT_MS);
     const entry: InFlight = { from, to, handler, link: undefined, timer };
     this.inFlight.set(id, entry);
     const link = this.pickLink();
     if (link) return this.send(id, entry, link);
+    if (!this.expectHost()) this.summon();
+  }
+
+  /**
+   * Reads waiting for a link ask the pool for a reader, again every second while no runner is
+   * connected (after an edge restart runners redial within seconds); each read's own timeout
+   * ends the wait.
+   */
+  summon(): void {
+    if (this.summoning || ![...this.inFlight.values()].some((entry) => !entry.link)) return;
+    this.summoning = true;
     void this.summonReader().then((asked) => {
-      if (!asked) this.failWaiting({ code: "NO_RUNNER", message: "no runner is connected to read the output log" });
+      this.summoning = false;
+      if (!asked) setTimeout(() => this.summon(), SUMMON_RETRY_MS);
     });
   }
 
@@ -80,10 +100,6 @@ export class LogReads {
     entry.link = link;
     const message: EdgeLinkMessage = { type: "read", id, from: entry.from, to: entry.to };
     sendQuietly(link, JSON.stringify(message));
-  }
-
-  private failWaiting(error: { code: ErrorCode; message: string }): void {
-    for (const [id, entry] of this.inFlight) if (!entry.link) this.finish(id, undefined, error);
   }
 
   private finish(id: number, to: number | undefined, error?: { code: ErrorCode; message: string }): void {

@@ -109,6 +109,7 @@ export class PtySession extends DurableObject<Env> {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     this.reads = new LogReads(
       () => this.hostLink() ?? this.readerLink(),
+      () => this.stored !== undefined && !isTerminal(this.stored.record.status),
       () => this.summonReader(),
     );
   }
@@ -689,6 +690,8 @@ export class PtySession extends DurableObject<Env> {
       this.exitWaiters.clear();
       this.ctx.storage.kv.delete("linkLostAt");
       await this.ctx.storage.deleteAlarm();
+      // Reads that waited for the host now need a reader.
+      this.reads.summon();
     }
     try {
       await tenantStub(this.env, stored.tenant).setStatus(stored.record.id, status);
