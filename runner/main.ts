@@ -15,7 +15,8 @@ setLogLevel(config.logLevel);
 /** A running session's log lives this long without appends (a runner that died leaves none forever). */
 const IDLE_TTL_SEC = 7 * 24 * 3600;
 const logOptions = { retainBytes: config.retainBytes, idleTtlSec: IDLE_TTL_SEC };
-const outputLog: OutputLog = config.redisUrl ? new RedisLog(config.redisUrl, logOptions) : new MemoryLog(logOptions);
+const redisLog = config.redisUrl ? new RedisLog(config.redisUrl, logOptions) : undefined;
+const outputLog: OutputLog = redisLog ?? new MemoryLog(logOptions);
 
 const sessions = new Map<string, HostedSession>();
 const readers = new Map<string, ReaderLink>();
@@ -82,4 +83,7 @@ log.info("runner.starting", {
   capacity: config.capacity,
   outputLog: config.redisUrl ? "redis" : "memory",
 });
+// Take sessions only once the log can store their output; a Redis that never answers is logged
+// and the runner serves anyway (appends then fail and their ranges replay as gaps).
+await redisLog?.ready().catch((error: unknown) => log.error("redis.unready", { error }));
 control.start();

@@ -10,9 +10,11 @@ import {
   PoolMessage,
   RunnerControlMessage,
   RunnerLinkMessage,
+  READ_CHUNK_HEADER_BYTES,
   decodeFrame,
   encodeInput,
   encodeOutput,
+  encodeReadChunk,
   parseMessage,
 } from "./protocol.js";
 import { SIGNALS } from "./session.js";
@@ -110,6 +112,47 @@ describe("encodeOutput / decodeFrame", () => {
   );
 });
 
+describe("encodeReadChunk / decodeFrame", () => {
+  it("round-trips every byte value with its read id and offset", () => {
+    const frame = encodeReadChunk(7, 2 ** 40 + 5, allBytes);
+    expect(frame.byteLength).toBe(READ_CHUNK_HEADER_BYTES + 256);
+    expect(frame[0]).toBe(Op.ReadChunk);
+    const decoded = decodeFrame(frame);
+    if (decoded.op !== "readChunk") throw new Error(`expected readChunk, got ${decoded.op}`);
+    expect(decoded.readId).toBe(7);
+    expect(decoded.offset).toBe(2 ** 40 + 5);
+    expect(Array.from(decoded.data)).toEqual(Array.from(allBytes));
+  });
+
+  it("round-trips the largest read id and an empty payload", () => {
+    const decoded = decodeFrame(encodeReadChunk(2 ** 32 - 1, 0, new Uint8Array()));
+    expect(decoded).toEqual({ op: "readChunk", readId: 2 ** 32 - 1, offset: 0, data: new Uint8Array() });
+  });
+
+  it.each([
+    [-1, 0],
+    [2 ** 32, 0],
+    [1.5, 0],
+    [0, -1],
+    [0, 2 ** 53],
+  ])("refuses read id %d and offset %d", (readId, offset) => {
+    expect(() => encodeReadChunk(readId, offset, new Uint8Array())).toThrow(RangeError);
+  });
+
+  it("rejects a frame shorter than its header", () => {
+    for (let n = 1; n < READ_CHUNK_HEADER_BYTES; n++) {
+      const decoded = decodeFrame(encodeReadChunk(1, 1, new Uint8Array()).subarray(0, n));
+      expect(decoded.op).toBe("invalid");
+    }
+  });
+
+  it("rejects an offset beyond 2^53", () => {
+    const frame = encodeReadChunk(1, 0, new Uint8Array([1]));
+    new DataView(frame.buffer).setUint32(5, 0x00200000);
+    expect(decodeFrame(frame)).toEqual({ op: "invalid", reason: "offset out of range" });
+  });
+});
+
 describe("encodeInput / decodeFrame", () => {
   it("round-trips every byte value 0..255", () => {
     const frame = encodeInput(allBytes);
@@ -173,7 +216,7 @@ describe("decodeFrame", () => {
     expect(decoded.reason).toMatch(/empty/);
   });
 
-  it.each([0x00, 0x03, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
+  it.each([0x00, 0x04, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
     const decoded = decodeFrame(Uint8Array.from([opcode, 1, 2, 3]));
     expect(decoded.op).toBe("invalid");
     if (decoded.op !== "invalid") return;
@@ -229,6 +272,17 @@ describe("parseMessage(ClientMessage)", () => {
       type: "signal",
       signal,
     });
+  });
+
+  it("accepts ack with an offset, and refuses a bad one", () => {
+    expect(expectOk(parseMessage(ClientMessage, '{"type":"ack","offset":1048576}'))).toEqual({
+      type: "ack",
+      offset: 1048576,
+    });
+    expectRejected(ClientMessage, '{"type":"ack","offset":-1}');
+    expectRejected(ClientMessage, '{"type":"ack","offset":1.5}');
+    expectRejected(ClientMessage, '{"type":"ack"}');
+    expectRejected(ClientMessage, '{"type":"ack","offset":1,"extra":true}');
   });
 
   it("accepts ping", () => {
@@ -306,6 +360,11 @@ describe("parseMessage(RunnerLinkMessage)", () => {
     ['{"type":"exited","exitCode":0,"signal":null}', { type: "exited", exitCode: 0, signal: null }],
     ['{"type":"exited","exitCode":null,"signal":"SIGKILL"}', { type: "exited", exitCode: null, signal: "SIGKILL" }],
     ['{"type":"failed","error":"ENOENT"}', { type: "failed", error: "ENOENT" }],
+    ['{"type":"retained","from":4096}', { type: "retained", from: 4096 }],
+    ['{"type":"read_gap","id":3,"from":0,"to":10}', { type: "read_gap", id: 3, from: 0, to: 10 }],
+    ['{"type":"read_end","id":3,"to":10}', { type: "read_end", id: 3, to: 10 }],
+    ['{"type":"read_end","id":3,"to":0,"error":"down"}', { type: "read_end", id: 3, to: 0, error: "down" }],
+    ['{"type":"ping"}', { type: "ping" }],
   ])("accepts %s", (text, expected) => {
     expect(expectOk(parseMessage(RunnerLinkMessage, text))).toEqual(expected);
   });
@@ -319,6 +378,9 @@ describe("parseMessage(RunnerLinkMessage)", () => {
     '{"type":"failed"}',
     '{"type":"failed","error":null}',
     '{"type":"resize","cols":80,"rows":24}',
+    '{"type":"retained","from":-5}',
+    '{"type":"read_gap","id":3,"from":0}',
+    '{"type":"read_end","to":10}',
     "[]",
     "not json",
   ])("rejects %s", (text) => {
@@ -331,6 +393,10 @@ describe("parseMessage(EdgeLinkMessage)", () => {
     ['{"type":"resize","cols":120,"rows":40}', { type: "resize", cols: 120, rows: 40 }],
     ['{"type":"signal","signal":"SIGTERM"}', { type: "signal", signal: "SIGTERM" }],
     ['{"type":"kill","graceMs":0}', { type: "kill", graceMs: 0 }],
+    ['{"type":"resume","offset":0}', { type: "resume", offset: 0 }],
+    ['{"type":"ack","offset":65536}', { type: "ack", offset: 65536 }],
+    ['{"type":"read","id":1,"from":5,"to":9}', { type: "read", id: 1, from: 5, to: 9 }],
+    ['{"type":"pong"}', { type: "pong" }],
   ])("accepts %s", (text, expected) => {
     expect(expectOk(parseMessage(EdgeLinkMessage, text))).toEqual(expected);
   });
@@ -341,6 +407,9 @@ describe("parseMessage(EdgeLinkMessage)", () => {
     '{"type":"kill","graceMs":-1}',
     '{"type":"kill"}',
     '{"type":"ping"}',
+    '{"type":"resume"}',
+    '{"type":"ack","offset":"1"}',
+    '{"type":"read","id":1,"from":5}',
   ])("rejects %s", (text) => {
     expectRejected(EdgeLinkMessage, text);
   });
@@ -391,6 +460,13 @@ describe("parseMessage(PoolMessage)", () => {
     expect(expectOk(parseMessage(PoolMessage, JSON.stringify(spawn)))).toEqual(spawn);
   });
 
+  it.each([
+    { type: "serve", key: "acme/s1", tenant: "acme", sessionId: "s1" },
+    { type: "purge", key: "acme/s1" },
+  ])("accepts $type", (message) => {
+    expect(expectOk(parseMessage(PoolMessage, JSON.stringify(message)))).toEqual(message);
+  });
+
   it("accepts spawn with a cwd", () => {
     const text = JSON.stringify({ ...spawn, spec: { ...spec, cwd: "/tmp" } });
     expect(expectOk(parseMessage(PoolMessage, text))).toMatchObject({ spec: { cwd: "/tmp" } });
@@ -404,6 +480,8 @@ describe("parseMessage(PoolMessage)", () => {
     ["args not an array", { ...spawn, spec: { ...spec, args: "-l" } }],
     ["missing cwd", { ...spawn, spec: { command: "sh", args: [], env: {}, cols: 80, rows: 24 } }],
     ["unknown type", { type: "kill", key: "acme/s1" }],
+    ["serve without a tenant", { type: "serve", key: "acme/s1", sessionId: "s1" }],
+    ["purge without a key", { type: "purge" }],
   ])("rejects %s", (_label, message) => {
     expectRejected(PoolMessage, JSON.stringify(message));
   });
