@@ -133,8 +133,14 @@ export class TermClient {
     this.autoAck = options.ack ?? true;
     const wsUrl = `${url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect${options.query ? `?${options.query}` : ""}`;
     this.socket = new WebSocket(wsUrl, options.protocols ?? [], { headers: { authorization: `Bearer ${key}` } });
+    const raw = options.query?.includes("mode=raw") || options.protocols?.includes("raw");
     this.opened = new Promise((resolve, reject) => {
-      this.socket.once("open", () => resolve());
+      this.socket.once("open", () => {
+        // Local quirk (wrangler dev): a socket that has never sent a frame sees the server's
+        // close ~10 s late. A framed client's first frame is an empty acknowledgement.
+        if (!raw && this.autoAck) this.socket.send(JSON.stringify({ type: "ack", offset: 0 }));
+        resolve();
+      });
       this.socket.once("error", reject);
     });
     this.closed = new Promise((resolve) => {
@@ -144,7 +150,6 @@ export class TermClient {
         this.notify();
       });
     });
-    const raw = options.query?.includes("mode=raw") || options.protocols?.includes("raw");
     this.socket.on("message", (data: Buffer, isBinary) => {
       if (!isBinary) this.messages.push(JSON.parse(data.toString("utf8")));
       else if (raw) this.append(data);

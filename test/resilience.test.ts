@@ -255,7 +255,7 @@ describe("resilience", () => {
 
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 40_000);
     expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null });
-    expect(await client.waitForClose(5000)).toBe(4010);
+    expect(await client.waitForClose(15_000)).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
     expect(client.startOffset).toBe(0);
@@ -376,9 +376,9 @@ describe("resilience", () => {
     );
     const lostAfterMs = Date.now() - killedAt;
     expect(lost).toMatchObject({ status: "lost", offset: seen.byteLength });
-    const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 5000);
+    const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 15_000);
     expect(exit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null });
-    expect(await client.waitForClose(5000)).toBe(4010);
+    expect(await client.waitForClose(15_000)).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.output.equals(seen)).toBe(true);
 
