@@ -1,0 +1,110 @@
+// Measures what issue 3 asks for: the peak memory of the runner and of workerd while 40 MB flood
+// through one session (one reading client), and the time to replay 8 MiB of history from Redis
+// (`from=<offset 8 MiB before the end>` until `live`). Medians of several runs.
+// Run: npx tsx bench/flood-replay.ts [--runs 3] [--mb 40]
+import { readFileSync, readdirSync } from "node:fs";
+import { secret, startEdge, startRunner } from "../scripts/stack.js";
+import { Api, TermClient, line, waitForRunners } from "../test/harness.js";
+import { startRedis } from "../test/redis-server.js";
+
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 ? Number(args[at + 1]) : fallback;
+};
+const RUNS = option("runs", 3);
+const FLOOD_MB = option("mb", 40);
+const REPLAY_BYTES = 8 * 1024 * 1024;
+
+/** Resident set size in KiB of `pid`, or 0 when it is gone. */
+function rssKiB(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** workerd processes started under the wrangler process `root`. */
+function workerdPids(root: number): number[] {
+  const parent = new Map<number, number>();
+  const names = new Map<number, string>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      names.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
+    } catch {
+      // gone
+    }
+  }
+  const under = (pid: number): boolean => pid === root || (parent.has(pid) && pid > 1 && under(parent.get(pid) ?? 1));
+  return [...names].filter(([pid, name]) => name === "workerd" && under(pid)).map(([pid]) => pid);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const runnerToken = secret();
+const redis = await startRedis();
+const edge = await startEdge({ apiKeys: "bench:bench-key", runnerToken });
+const runner = startRunner({
+  brokerUrl: edge.url,
+  runnerToken,
+  env: { REDIS_URL: redis.url, OUTPUT_RETAIN_BYTES: String(64 << 20) },
+});
+const results: { floodMBps: number; runnerPeakMiB: number; workerdPeakMiB: number; replayMs: number }[] = [];
+try {
+  await waitForRunners(edge.url, runnerToken, 1);
+  const api = new Api(edge.url, "bench-key");
+  const workerd = workerdPids(edge.pid);
+  for (let run = 1; run <= RUNS; run++) {
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+    const client = new TermClient(edge.url, s.id, "bench-key", { query: "from=live" });
+    await client.waitForMessage((m) => m.type === "live", "live");
+    const base = { runner: rssKiB(runner.pid), workerd: workerd.reduce((n, pid) => n + rssKiB(pid), 0) };
+    let peak = { ...base };
+    const sampler = setInterval(() => {
+      peak = {
+        runner: Math.max(peak.runner, rssKiB(runner.pid)),
+        workerd: Math.max(peak.workerd, workerd.reduce((n, pid) => n + rssKiB(pid), 0)),
+      };
+    }, 50);
+    const started = performance.now();
+    client.send(`stty -echo; head -c ${FLOOD_MB * 750_000} /dev/zero | base64 -w 200; echo flood-$((6*7))\n`);
+    await client.waitForOutput(line("flood-42"), 300_000);
+    const floodMs = performance.now() - started;
+    clearInterval(sampler);
+    const end = client.nextOffset as number;
+    client.socket.terminate();
+
+    const replayStart = performance.now();
+    const replay = new TermClient(edge.url, s.id, "bench-key", { query: `from=${end - REPLAY_BYTES}` });
+    await replay.waitForMessage((m) => m.type === "live", "live", 60_000);
+    const replayMs = performance.now() - replayStart;
+    if (replay.output.byteLength !== REPLAY_BYTES) throw new Error(`replayed ${replay.output.byteLength} bytes`);
+    replay.socket.terminate();
+    await api.destroy(s.id);
+
+    const result = {
+      floodMBps: client.output.byteLength / 1e6 / (floodMs / 1000),
+      runnerPeakMiB: peak.runner / 1024,
+      workerdPeakMiB: peak.workerd / 1024,
+      replayMs,
+    };
+    results.push(result);
+    console.log(`run ${run}: ${JSON.stringify(result, (_k, v) => (typeof v === "number" ? Number(v.toFixed(1)) : v))}`);
+  }
+  const m = (key: keyof (typeof results)[number]) => median(results.map((r) => r[key]));
+  console.log(`
+| measure (median of ${RUNS}) | value |
+|---|---|
+| ${FLOOD_MB} MB flood through the stack, one framed client | ${m("floodMBps").toFixed(1)} MB/s |
+| runner peak RSS during the flood | ${m("runnerPeakMiB").toFixed(0)} MiB |
+| workerd peak RSS during the flood | ${m("workerdPeakMiB").toFixed(0)} MiB |
+| replay of 8 MiB from Redis, connect to \`live\` | ${m("replayMs").toFixed(0)} ms (${(8.389 / (m("replayMs") / 1000)).toFixed(0)} MB/s) |`);
+} finally {
+  await runner.stop();
+  await edge.stop();
+  await redis.stop();
+}
