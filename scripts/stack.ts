@@ -188,3 +188,19 @@ export function startRunner(options: RunnerOptions): ManagedProcess {
   };
   return manage(process.execPath, ["--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo);
 }
+
+/** Resolves once `count` runners have registered with the edge at `url`; rejects at the deadline. */
+export async function waitForRunners(url: string, runnerToken: string, count: number, deadlineMs = 30_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/internal/runners`, { headers: { authorization: `Bearer ${runnerToken}` } });
+      const body = (await res.json()) as { runners?: unknown[] };
+      if ((body.runners?.length ?? 0) >= count) return;
+    } catch {
+      // the edge is not answering yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${count} runner(s)`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,6 +1,6 @@
 // `npm start`: the whole stack on 127.0.0.1:PORT — the edge (wrangler dev → workerd, real
 // Durable Objects), one runner, and the output log — and Ctrl+C stops every child.
-import { secret, startEdge, startRunner } from "./stack.js";
+import { secret, startEdge, startRunner, waitForRunners } from "./stack.js";
 
 const port = Number(process.env.PORT ?? 8787);
 let apiKeys = process.env.API_KEYS;
@@ -45,6 +45,7 @@ process.on("SIGINT", () => void stop(0));
 process.on("SIGTERM", () => void stop(0));
 void edge.exited.then(() => void stop(1));
 void runner.exited.then(() => void stop(1));
+await waitForRunners(edge.url, runnerToken, 1);
 
 const key = apiKeys.split(",")[0].split(":").slice(1).join(":");
 console.log(`

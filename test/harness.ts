@@ -80,22 +80,7 @@ export async function until<T>(check: () => T | Promise<T>, deadlineMs: number, 
   }
 }
 
-export async function waitForRunners(
-  url: string,
-  runnerToken: string,
-  count: number,
-  deadlineMs = 30_000,
-): Promise<void> {
-  await until(
-    async () => {
-      const res = await fetch(`${url}/internal/runners`, { headers: { authorization: `Bearer ${runnerToken}` } });
-      const body = (await res.json()) as { runners: unknown[] };
-      return body.runners.length >= count;
-    },
-    deadlineMs,
-    `${count} runner(s) to register`,
-  );
-}
+export { waitForRunners } from "../scripts/stack.js";
 
 type Waiter = { check: () => boolean; resolve: () => void };
 
