@@ -30,8 +30,12 @@ describe("slow consumers", () => {
     const slowLive = await slow.waitForMessage((m) => m.type === "live", "live");
     slow.socket.pause(); // stops reading from the TCP socket: the edge's sends pile up
 
-    // 30,000,000 zero bytes as base64 in 200-column lines: 40,000,000 characters of output.
-    fast.send("stty -echo; head -c 30000000 /dev/zero | base64 -w 200; echo flood-$((6*7))\n");
+    // 40 bursts of 750,000 zero bytes as base64 in 200-column lines: 40,000,000 characters of
+    // output. The pauses between bursts let the reading client keep up on a busy 2-core machine
+    // (a client that falls 8 MiB behind is cut too, by design); the paused one falls behind anyway.
+    fast.send(
+      "stty -echo; for i in $(seq 40); do head -c 750000 /dev/zero | base64 -w 200; sleep 0.1; done; echo flood-$((6*7))\n",
+    );
     await fast.waitForOutput(line("flood-42"), 120_000);
     expect(fast.offsetErrors).toEqual([]);
     expect(fast.output.byteLength).toBeGreaterThan(40_000_000);

@@ -531,7 +531,8 @@ export class PtySession extends DurableObject<Env> {
       onEnd: (_to, error) => {
         if (sub.closed) return;
         if (error) return this.failReplay(sub, error);
-        this.continueReplay(sub, replay);
+        // The next piece waits until the client has taken most of this one.
+        sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
       },
     });
   }

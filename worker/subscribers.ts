@@ -19,6 +19,11 @@ export interface Subscriber {
   control(message: ServerMessage): void;
   /** Bytes sent that the subscriber has not taken yet, as far as the edge can tell. */
   lag(): number;
+  /**
+   * Runs `resume` once the subscriber has taken enough that its lag is at most `bytes` (at
+   * once if it already is). Replay waits on this, so replaying never outruns a client.
+   */
+  whenLagAtMost(bytes: number, resume: () => void): void;
   close(code: number, reason: string): void;
 }
 
@@ -56,8 +61,20 @@ export class SocketSubscriber implements Subscriber {
     if (this.kind === "framed") sendQuietly(this.ws, JSON.stringify(message));
   }
 
+  private waiting: { bytes: number; resume: () => void } | undefined;
+
   ack(offset: number): void {
     if (offset > this.acked) this.acked = Math.min(offset, this.cursor);
+    const waiting = this.waiting;
+    if (waiting && this.lag() <= waiting.bytes) {
+      this.waiting = undefined;
+      waiting.resume();
+    }
+  }
+
+  whenLagAtMost(bytes: number, resume: () => void): void {
+    if (this.lag() <= bytes) resume();
+    else this.waiting = { bytes, resume };
   }
 
   lag(): number {
@@ -98,6 +115,13 @@ export class StreamSubscriber implements Subscriber {
         start: (controller) => {
           this.controller = controller;
         },
+        pull: () => {
+          const waiting = this.waiting;
+          if (waiting && this.lag() <= waiting.bytes) {
+            this.waiting = undefined;
+            waiting.resume();
+          }
+        },
         cancel: () => {
           this.closed = true;
           onCancel();
@@ -124,8 +148,15 @@ export class StreamSubscriber implements Subscriber {
     }
   }
 
+  private waiting: { bytes: number; resume: () => void } | undefined;
+
   lag(): number {
     return this.maxLag - (this.controller.desiredSize ?? 0);
+  }
+
+  whenLagAtMost(bytes: number, resume: () => void): void {
+    if (this.lag() <= bytes) resume();
+    else this.waiting = { bytes, resume };
   }
 
   /** Ends the stream; what is queued still reaches the client (which resumes by Last-Event-ID). */
