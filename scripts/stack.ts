@@ -125,7 +125,6 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     API_KEYS: options.apiKeys,
     RUNNER_TOKEN: options.runnerToken,
     TOKEN_SECRET: options.tokenSecret ?? secret(),
-    ...options.vars,
   };
   writeFileSync(
     envFile,
@@ -150,6 +149,8 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     "--show-interactive-dev-session=false",
     "--log-level",
     "warn",
+    // `--var` wins over wrangler.toml's [vars]; values from --env-file do not.
+    ...Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
   ];
   const proc = manage(
     process.execPath,

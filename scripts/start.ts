@@ -15,6 +15,8 @@ const passThrough = [
   "MAX_CLIENTS_PER_SESSION",
   "MAX_INPUT_BYTES",
   "MAX_CLIENT_LAG_BYTES",
+  "MAX_CREATES_PER_MINUTE",
+  "LINK_GRACE_MS",
   "LOG_LEVEL",
 ];
 const vars = Object.fromEntries(passThrough.filter((k) => process.env[k]).map((k) => [k, process.env[k] as string]));

@@ -17,12 +17,15 @@ export const SHARED_RETAIN_BYTES = 64 * 1024 * 1024;
 
 export async function setup(project: TestProject): Promise<void> {
   const runnerToken = secret();
+  const tokenSecret = secret();
   edge = await startEdge({
     apiKeys: Object.entries(TENANTS)
       .map(([t, k]) => `${t}:${k}`)
       .join(","),
     runnerToken,
-    vars: { MAX_INPUT_BYTES: "65536" },
+    tokenSecret,
+    // The suites together create far more than the default 120 sessions a minute.
+    vars: { MAX_INPUT_BYTES: "65536", MAX_CREATES_PER_MINUTE: "100000" },
   });
   redis = await startRedis();
   runner = startRunner({
@@ -36,6 +39,7 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide("runnerToken", runnerToken);
   project.provide("runnerPid", runner.pid);
   project.provide("edgePid", edge.pid);
+  project.provide("tokenSecret", tokenSecret);
 }
 
 export async function teardown(): Promise<void> {
@@ -50,5 +54,6 @@ declare module "vitest" {
     runnerToken: string;
     runnerPid: number;
     edgePid: number;
+    tokenSecret: string;
   }
 }

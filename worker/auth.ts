@@ -4,6 +4,7 @@ import { createMiddleware } from "hono/factory";
 import { ApiError } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import type { Env } from "./env.js";
+import { type TokenClaims, type TokenRole, verifyToken } from "./tokens.js";
 
 export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -72,17 +73,46 @@ export function bearer(header: string | undefined): string | null {
   return match ? match[1] : null;
 }
 
-export type AuthVariables = { tenant: string };
+/** Who is calling: the tenant's owner (an API key) or a session token's holder. */
+export type Principal = { tenant: string; role: "owner" } | ({ role: TokenRole } & TokenClaims);
 
-/** Public API: a tenant's API key as `Authorization: Bearer`. */
-export const requireApiKey = createMiddleware<{ Bindings: Env; Variables: AuthVariables }>(async (c, next) => {
-  const key = bearer(c.req.header("authorization"));
-  if (!key) throw new ApiError("UNAUTHORIZED", "missing credentials: send Authorization: Bearer <api key>");
-  const tenant = await tenantForKey(c.env, key);
-  if (!tenant) throw new ApiError("UNAUTHORIZED", "invalid API key");
-  c.set("tenant", tenant);
+export type AuthVariables = { tenant: string; principal: Principal };
+
+/**
+ * Public API: an API key or a session token as `Authorization: Bearer`, or a session token as
+ * `?token=` (browsers cannot set WebSocket headers). API keys are never taken from the URL,
+ * where they would end up in logs and histories.
+ */
+export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVariables }>(async (c, next) => {
+  const header = bearer(c.req.header("authorization"));
+  const query = c.req.query("token");
+  const credential = header ?? query;
+  if (!credential) {
+    throw new ApiError("UNAUTHORIZED", "missing credentials: send Authorization: Bearer <api key or session token>");
+  }
+  let principal: Principal | null = null;
+  if (header) {
+    const tenant = await tenantForKey(c.env, header);
+    if (tenant) principal = { tenant, role: "owner" };
+  }
+  if (!principal && c.env.TOKEN_SECRET) {
+    const claims = await verifyToken(c.env.TOKEN_SECRET, credential);
+    if (claims) principal = claims;
+  }
+  if (!principal) throw new ApiError("UNAUTHORIZED", "invalid API key or session token (forged, expired or malformed)");
+  c.set("principal", principal);
+  c.set("tenant", principal.tenant);
   await next();
 });
+
+export type Access = "read" | "write" | "owner";
+
+/** Viewers read; writers also write (input, resize, signal); only the owner does the rest. */
+export function allows(principal: Principal, access: Access): boolean {
+  if (principal.role === "owner") return true;
+  if (access === "read") return true;
+  return access === "write" && principal.role === "writer";
+}
 
 /** Runner sockets: the shared `RUNNER_TOKEN`, never an API key. */
 export const requireRunner = createMiddleware<{ Bindings: Env }>(async (c, next) => {

@@ -14,6 +14,7 @@ export interface Env {
   MAX_CLIENTS_PER_SESSION?: string;
   MAX_INPUT_BYTES?: string;
   MAX_CLIENT_LAG_BYTES?: string;
+  MAX_CREATES_PER_MINUTE?: string;
   /** How long `POST /v1/sessions` waits for the runner to start the process. */
   START_TIMEOUT_MS?: string;
   /** How long a running session waits for its runner's link to come back before it is `lost`. */
@@ -26,6 +27,7 @@ export interface Limits {
   maxClientsPerSession: number;
   maxInputBytes: number;
   maxClientLagBytes: number;
+  maxCreatesPerMinute: number;
   startTimeoutMs: number;
   linkGraceMs: number;
 }
@@ -41,6 +43,7 @@ export function limits(env: Env): Limits {
     maxClientsPerSession: positiveInt(env.MAX_CLIENTS_PER_SESSION, 32),
     maxInputBytes: positiveInt(env.MAX_INPUT_BYTES, 65536),
     maxClientLagBytes: positiveInt(env.MAX_CLIENT_LAG_BYTES, 8 * 1024 * 1024),
+    maxCreatesPerMinute: positiveInt(env.MAX_CREATES_PER_MINUTE, 120),
     startTimeoutMs: positiveInt(env.START_TIMEOUT_MS, 10_000),
     linkGraceMs: positiveInt(env.LINK_GRACE_MS, 15_000),
   };

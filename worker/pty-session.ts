@@ -307,7 +307,9 @@ export class PtySession extends DurableObject<Env> {
     if (refused) return refuseSocket(refused, request);
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [Tag.Client]);
-    const sub = new SocketSubscriber(server, framed ? "framed" : "raw", this.offset, false);
+    // Set by the Worker from the caller's credential; anything but a viewer may write.
+    const readOnly = request.headers.get("x-ptyb-role") === "viewer";
+    const sub = new SocketSubscriber(server, framed ? "framed" : "raw", this.offset, false, readOnly);
     this.sockets.set(server, sub);
     sub.persist();
     sub.control({ type: "hello", session: this.view() });
@@ -618,7 +620,7 @@ export class PtySession extends DurableObject<Env> {
     const msg = parsed.value;
     if (msg.type === "ping") return sub.control({ type: "pong" });
     if (msg.type === "ack") return sub.ack(msg.offset);
-    const refused = this.refuseUnlessRunning();
+    const refused = this.refuseWrite(sub);
     if (refused) return sub.control({ type: "error", ...refused.failure });
     if (msg.type === "resize") this.applyResize(msg.cols, msg.rows);
     else this.sendLink({ type: "signal", signal: msg.signal });
@@ -629,7 +631,7 @@ export class PtySession extends DurableObject<Env> {
     const refused =
       bytes.byteLength > max
         ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
-        : this.refuseUnlessRunning();
+        : this.refuseWrite(sub);
     if (refused) return sub.control({ type: "error", ...refused.failure });
     this.sendLinkBytes(encodeInput(bytes));
   }
@@ -641,7 +643,8 @@ export class PtySession extends DurableObject<Env> {
       const att = ws.deserializeAttachment() as ClientAttachment | null;
       // A live client continues from the current offset; one caught mid-replay restarts from its start.
       const live = att?.live ?? true;
-      sub = new SocketSubscriber(ws, att?.kind ?? "framed", live ? this.offset : (att?.cursor ?? this.offset), live);
+      const cursor = live ? this.offset : (att?.cursor ?? this.offset);
+      sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true);
       this.sockets.set(ws, sub);
       if (!live) this.continueReplay(sub, { quiet: false, announced: false });
     }
@@ -709,6 +712,12 @@ export class PtySession extends DurableObject<Env> {
     }).finally(() => {
       if (waiter) this.exitWaiters.delete(waiter);
     });
+  }
+
+  /** Input, resize and signal from a client: checked per message, not per connection. */
+  private refuseWrite(sub: SocketSubscriber): Failure | undefined {
+    if (sub.readOnly) return fail("FORBIDDEN", "a viewer may not send input, resize or signal");
+    return this.refuseUnlessRunning();
   }
 
   private refuseUnlessRunning(): Failure | undefined {

@@ -4,12 +4,32 @@ import { SESSION_STATUSES } from "../shared/session.js";
 import { SignalSchema } from "../shared/protocol.js";
 
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * A cwd is resolved by the runner inside the tenant's workspace folder: only relative paths
+ * that never climb above it (`a/../b` is fine, `../x` and `/etc` are not) and hold no NUL.
+ */
+function insideWorkspace(cwd: string): boolean {
+  if (cwd.startsWith("/") || cwd.includes("\0")) return false;
+  let depth = 0;
+  for (const part of cwd.split("/")) {
+    if (part === "..") depth--;
+    else if (part !== "" && part !== ".") depth++;
+    if (depth < 0) return false;
+  }
+  return true;
+}
 const dimension = z.number().int().min(1).max(1000);
 
 export const CreateSessionBody = z.strictObject({
   command: z.string().min(1).max(4096).optional(),
   args: z.array(z.string().max(65536)).max(1024).optional(),
-  cwd: z.string().min(1).max(4096).optional(),
+  cwd: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine(insideWorkspace, "cwd is a relative path inside the tenant's workspace")
+    .optional(),
   env: z
     .record(
       z
@@ -67,4 +87,15 @@ export const OutputQuery = z.object({ from: offset.optional(), to: offset.option
 
 export const StreamQuery = z.object({
   from: z.string().regex(/^\d{1,15}$/, "from is an offset").optional(),
+});
+
+export const TokenBody = z.strictObject({
+  role: z.enum(["viewer", "writer"]),
+  /** Lifetime in seconds: 1 s to 7 days, 1 hour by default. */
+  ttlSec: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .default(3600),
 });

@@ -1,13 +1,14 @@
 // The public session API (DESIGN §4). Handlers validate, then delegate to the session's
 // Durable Object; failures are thrown and rendered by the app's single onError.
 import { zValidator } from "@hono/zod-validator";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { z } from "zod";
 import { base64ToBytes } from "../shared/base64.js";
 import { ApiError, type Failure, unwrap } from "../shared/errors.js";
 import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS, type Session } from "../shared/session.js";
-import { type AuthVariables, requireApiKey } from "./auth.js";
+import { type Access, type AuthVariables, allows, authenticate } from "./auth.js";
+import { mintToken } from "./tokens.js";
 import { wantsRaw } from "./errors.js";
 import { type Env, limits, sessionStub, tenantStub } from "./env.js";
 import type { OutputRange } from "./pty-session.js";
@@ -22,6 +23,7 @@ import {
   SESSION_ID,
   SignalBody,
   StreamQuery,
+  TokenBody,
   WaitQuery,
 } from "./schemas.js";
 
@@ -43,6 +45,30 @@ function sessionId(raw: string): string {
   return raw;
 }
 
+type Ctx = Context<App>;
+
+/**
+ * The session named in the path, once the caller may `access` it: the tenant's API key may do
+ * anything; a session token only acts on its own session (another session's is 401, like a bad
+ * credential) and only within its role (403).
+ */
+function session(c: Ctx, rawId: string, access: Access) {
+  const id = sessionId(rawId);
+  const principal = c.get("principal");
+  if (principal.role !== "owner" && principal.sessionId !== id) {
+    throw new ApiError("UNAUTHORIZED", "this session token is for another session");
+  }
+  if (!allows(principal, access)) throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
+  return { id, stub: sessionStub(c.env, principal.tenant, id) };
+}
+
+/** Tenant-wide actions (create, list) belong to the API key alone. */
+function requireOwner(c: Ctx): string {
+  const principal = c.get("principal");
+  if (principal.role !== "owner") throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
+  return principal.tenant;
+}
+
 function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
   if (encoding === "utf8") return new TextEncoder().encode(data);
   const bytes = base64ToBytes(data);
@@ -52,7 +78,7 @@ function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
 
 export const sessionRoutes = new Hono<App>();
 
-sessionRoutes.use("*", requireApiKey);
+sessionRoutes.use("*", authenticate);
 
 // A body sent as anything but JSON would otherwise be read as `{}` and silently ignored.
 sessionRoutes.use("*", async (c, next) => {
@@ -76,14 +102,14 @@ sessionRoutes.use("*", async (c, next) =>
 
 sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
   const body = c.req.valid("json");
-  const tenant = c.get("tenant");
+  const tenant = requireOwner(c);
   const lim = limits(c.env);
   const id = body.id ?? crypto.randomUUID();
   const createdAt = new Date().toISOString();
   const tags = body.tags ?? [];
 
   const tenantIndex = tenantStub(c.env, tenant);
-  unwrap(await tenantIndex.reserve(id, createdAt, tags, lim.maxSessionsPerTenant));
+  unwrap(await tenantIndex.reserve(id, createdAt, tags, lim.maxSessionsPerTenant, lim.maxCreatesPerMinute));
   const result = await sessionStub(c.env, tenant, id).create({
     tenant,
     id,
@@ -105,7 +131,7 @@ sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
 
 sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
   const { status, tag } = c.req.valid("query");
-  const tenant = c.get("tenant");
+  const tenant = requireOwner(c);
   const ids = await tenantStub(c.env, tenant).list(tag ?? null);
   const records = await Promise.all(ids.map((id) => sessionStub(c.env, tenant, id).get()));
   const sessions = records.filter(
@@ -115,7 +141,7 @@ sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
 });
 
 sessionRoutes.get("/:id", async (c) => {
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "read");
   return c.json(unwrap(await stub.get()));
 });
 
@@ -126,42 +152,41 @@ sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
   if (bytes.byteLength > max) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `input is ${bytes.byteLength} bytes; at most ${max}`);
   }
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "write");
   return c.json(unwrap(await stub.input(bytes)), 202);
 });
 
 sessionRoutes.post("/:id/resize", validate("json", ResizeBody), async (c) => {
   const { cols, rows } = c.req.valid("json");
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "write");
   return c.json(unwrap(await stub.resize(cols, rows)));
 });
 
 sessionRoutes.post("/:id/signal", validate("json", SignalBody), async (c) => {
   const { signal } = c.req.valid("json");
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "write");
   return c.json(unwrap(await stub.signal(signal)), 202);
 });
 
 sessionRoutes.get("/:id/wait", validate("query", WaitQuery), async (c) => {
   const { timeoutSec } = c.req.valid("query");
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "read");
   return c.json(unwrap(await stub.wait(timeoutSec * 1000)));
 });
 
 sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
   const { purge } = c.req.valid("query");
-  const tenant = c.get("tenant");
-  const id = sessionId(c.req.param("id"));
+  const { id, stub } = session(c, c.req.param("id"), "owner");
   const purgeNow = purge === "true" || purge === "1";
-  const session = unwrap(await sessionStub(c.env, tenant, id).terminate(purgeNow));
-  if (purgeNow) await tenantStub(c.env, tenant).remove(id);
-  return c.json(session);
+  const ended = unwrap(await stub.terminate(purgeNow));
+  if (purgeNow) await tenantStub(c.env, c.get("tenant")).remove(id);
+  return c.json(ended);
 });
 
 sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {
   const { from, to } = c.req.valid("query");
   if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "read");
   // RPC typing wraps results as Disposable; the value is the object's own OutputRange or Failure.
   const range = unwrap((await stub.output(from, to)) as OutputRange | Failure);
   return c.body(range.bytes, 200, {
@@ -177,7 +202,7 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
     throw new ApiError("INVALID_REQUEST", "Last-Event-ID is an offset");
   }
   const from = lastEventId ?? c.req.valid("query").from;
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "read");
   // The object reads where to start from this header; callers cannot reach it directly.
   const headers = new Headers();
   if (from !== undefined) headers.set("x-ptyb-from", from);
@@ -186,16 +211,26 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
   return res;
 });
 
+sessionRoutes.post("/:id/tokens", validate("json", TokenBody), async (c) => {
+  const { role, ttlSec } = c.req.valid("json");
+  const { id, stub } = session(c, c.req.param("id"), "owner");
+  unwrap(await stub.get());
+  const secret = c.env.TOKEN_SECRET;
+  if (!secret) throw new ApiError("INTERNAL", "session tokens are disabled: TOKEN_SECRET is not set");
+  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, role }, ttlSec), 201);
+});
+
 sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
   const { from } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
-  const stub = sessionStub(c.env, c.get("tenant"), sessionId(c.req.param("id")));
+  const { stub } = session(c, c.req.param("id"), "read");
   // The object reads how the client connects from these headers; callers cannot reach it directly.
   const headers = new Headers(c.req.raw.headers);
   headers.set("x-ptyb-mode", raw ? "raw" : "framed");
+  headers.set("x-ptyb-role", c.get("principal").role);
   headers.delete("x-ptyb-from");
   if (from !== undefined) headers.set("x-ptyb-from", from);
   return stub.fetch(new Request("https://session/connect", { headers }));

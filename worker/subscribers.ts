@@ -32,6 +32,8 @@ export interface ClientAttachment {
   kind: "framed" | "raw";
   live: boolean;
   cursor: number;
+  /** Only what a viewer may do: no input, resize or signal. */
+  readOnly: boolean;
 }
 
 /**
@@ -47,6 +49,7 @@ export class SocketSubscriber implements Subscriber {
     readonly kind: "framed" | "raw",
     public cursor: number,
     public live: boolean,
+    readonly readOnly: boolean,
   ) {
     this.acked = cursor;
   }
@@ -87,7 +90,12 @@ export class SocketSubscriber implements Subscriber {
   }
 
   persist(): void {
-    this.ws.serializeAttachment({ kind: this.kind, live: this.live, cursor: this.cursor } satisfies ClientAttachment);
+    this.ws.serializeAttachment({
+      kind: this.kind,
+      live: this.live,
+      cursor: this.cursor,
+      readOnly: this.readOnly,
+    } satisfies ClientAttachment);
   }
 }
 

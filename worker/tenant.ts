@@ -20,8 +20,23 @@ export class Tenant extends DurableObject<Env> {
     )`);
   }
 
-  /** Claims `id` for a new session, unless it is taken or the quota is used up. */
-  reserve(id: string, createdAt: string, tags: string[], maxActive: number): { ok: true } | Failure {
+  /** Creation times within the last minute, for the create rate (in memory: a restart forgets it). */
+  private recentCreates: number[] = [];
+
+  /** Claims `id` for a new session, unless it is taken, the quota is used up or creates come too fast. */
+  reserve(
+    id: string,
+    createdAt: string,
+    tags: string[],
+    maxActive: number,
+    maxPerMinute = Number.POSITIVE_INFINITY,
+  ): { ok: true } | Failure {
+    const now = Date.now();
+    this.recentCreates = this.recentCreates.filter((t) => now - t < 60_000);
+    if (this.recentCreates.length >= maxPerMinute) {
+      const retryAfter = Math.max(1, Math.ceil((this.recentCreates[0] + 60_000 - now) / 1000));
+      return fail("QUOTA_EXCEEDED", `at most ${maxPerMinute} sessions may be created per minute`, retryAfter);
+    }
     if (this.sql.exec("SELECT 1 FROM sessions WHERE id = ?", id).toArray().length > 0) {
       return fail("CONFLICT", `session ${id} already exists`);
     }
@@ -31,6 +46,7 @@ export class Tenant extends DurableObject<Env> {
     if (active >= maxActive) {
       return fail("QUOTA_EXCEEDED", `at most ${maxActive} sessions may run at once for this tenant`, 5);
     }
+    this.recentCreates.push(now);
     this.sql.exec(
       "INSERT INTO sessions (id, created_at, status, tags) VALUES (?, ?, 'starting', ?)",
       id,
