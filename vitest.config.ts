@@ -31,6 +31,8 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["worker/**/*.test.ts"],
+          // The first request starts workerd, which takes seconds while other projects run.
+          testTimeout: 30_000,
         },
       },
       {

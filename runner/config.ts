@@ -42,6 +42,8 @@ const Env = z.object({
     .int()
     .min(0)
     .default(256 * 1024),
+  /** Comma-separated tenants whose sessions this runner takes; unset = any tenant. */
+  RUNNER_TENANTS: z.string().optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
 });
 
@@ -55,6 +57,8 @@ export interface RunnerConfig {
   coalesceBytes: number;
   logLevel: string;
   redisUrl: string | undefined;
+  /** null = any tenant */
+  tenants: string[] | null;
   retainBytes: number;
   outputTtlSec: number;
   flowHighWater: number;
@@ -78,6 +82,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     coalesceBytes: e.COALESCE_BYTES,
     logLevel: e.LOG_LEVEL,
     redisUrl: e.REDIS_URL,
+    tenants: e.RUNNER_TENANTS?.trim()
+      ? e.RUNNER_TENANTS.split(",")
+          .map((t) => t.trim())
+          .filter(Boolean)
+      : null,
     retainBytes: e.OUTPUT_RETAIN_BYTES,
     outputTtlSec: e.OUTPUT_TTL_SEC,
     flowHighWater: e.FLOW_HIGH_WATER,

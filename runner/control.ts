@@ -58,6 +58,7 @@ export class ControlLink {
         runnerId: this.config.runnerId,
         capacity: this.config.capacity,
         sessions: this.handlers.hostedSessions(),
+        ...(this.config.tenants ? { tenants: this.config.tenants } : {}),
       });
       log.info("control.registered", { runnerId: this.config.runnerId, url });
       this.handlers.onRegistered?.();

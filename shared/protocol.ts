@@ -205,6 +205,8 @@ export const RunnerControlMessage = z.discriminatedUnion("type", [
     capacity: z.number().int().min(0),
     /** keys of the sessions the runner hosts right now (after a reconnect) */
     sessions: z.array(z.string()),
+    /** the only tenants whose sessions this runner takes (a per-tenant OS boundary); absent = any */
+    tenants: z.array(z.string().min(1).max(64)).max(1000).optional(),
   }),
   z.object({ type: z.literal("released"), key: z.string() }),
 ]);

@@ -214,7 +214,7 @@ export class PtySession extends DurableObject<Env> {
       for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
       for (const stream of this.streams) stream.close();
       const key = sessionKey(stored.tenant, stored.record.id);
-      const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.runnerId ?? null);
+      const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
       if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
       this.stored = undefined;
       this.offset = 0;
@@ -521,6 +521,8 @@ export class PtySession extends DurableObject<Env> {
           sub.control({ type: "replay", from: offset, to: this.offset });
         }
         sub.deliver(offset, data);
+        // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
+        if (sub instanceof SocketSubscriber) sub.persist();
         if (sub.lag() > maxLag) this.cutSlow(sub);
       },
       onGap: (gapFrom, gapTo) => {
@@ -596,6 +598,7 @@ export class PtySession extends DurableObject<Env> {
     const key = sessionKey(stored.tenant, stored.record.id);
     const sent = await poolStub(this.env).dispatch(
       { type: "serve", key, tenant: stored.tenant, sessionId: stored.record.id },
+      stored.tenant,
       stored.runnerId ?? null,
     );
     return !isFailure(sent);
@@ -646,7 +649,8 @@ export class PtySession extends DurableObject<Env> {
       const cursor = live ? this.offset : (att?.cursor ?? this.offset);
       sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true);
       this.sockets.set(ws, sub);
-      if (!live) this.continueReplay(sub, { quiet: false, announced: false });
+      log.info("client.restored", { key: this.keyForLog(), live, cursor, offset: this.offset });
+      if (!live) this.continueReplay(sub, { quiet: false, announced: true });
     }
     return sub;
   }

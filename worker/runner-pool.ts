@@ -11,6 +11,8 @@ import { closeQuietly } from "./sockets.js";
 interface RunnerAttachment {
   runnerId: string | null;
   capacity: number;
+  /** tenants this runner serves; null = any */
+  tenants?: string[] | null;
 }
 
 export interface RunnerInfo {
@@ -38,7 +40,7 @@ export class RunnerPool extends DurableObject<Env> {
   /** Picks a runner for a session and hands it the spawn order. */
   place(order: Extract<PoolMessage, { type: "spawn" }>): { runnerId: string } | Failure {
     const candidates = this.live()
-      .filter(({ info }) => info.sessions < info.capacity)
+      .filter(({ info, tenants }) => info.sessions < info.capacity && (!tenants || tenants.includes(order.tenant)))
       .sort(
         (a, b) =>
           a.info.sessions / a.info.capacity - b.info.sessions / b.info.capacity || a.info.sessions - b.info.sessions,
@@ -60,8 +62,14 @@ export class RunnerPool extends DurableObject<Env> {
    * Hands a `serve` or `purge` order to `preferred` if it is connected (an in-process log lives
    * only there), otherwise to the least-loaded connected runner.
    */
-  dispatch(order: Extract<PoolMessage, { type: "serve" | "purge" }>, preferred: string | null): { runnerId: string } | Failure {
-    const live = this.live().sort((a, b) => a.info.sessions - b.info.sessions);
+  dispatch(
+    order: Extract<PoolMessage, { type: "serve" | "purge" }>,
+    tenant: string,
+    preferred: string | null,
+  ): { runnerId: string } | Failure {
+    const live = this.live()
+      .filter(({ tenants }) => !tenants || tenants.includes(tenant))
+      .sort((a, b) => a.info.sessions - b.info.sessions);
     const first = live.findIndex(({ info }) => info.runnerId === preferred);
     if (first > 0) live.unshift(...live.splice(first, 1));
     for (const { ws, info } of live) {
@@ -90,7 +98,11 @@ export class RunnerPool extends DurableObject<Env> {
           const att = other.deserializeAttachment() as RunnerAttachment;
           if (other !== ws && att.runnerId === msg.runnerId) closeQuietly(other, 1000, "replaced by a new connection");
         }
-        ws.serializeAttachment({ runnerId: msg.runnerId, capacity: msg.capacity } satisfies RunnerAttachment);
+        ws.serializeAttachment({
+          runnerId: msg.runnerId,
+          capacity: msg.capacity,
+          tenants: msg.tenants ?? null,
+        } satisfies RunnerAttachment);
         this.ctx.storage.transactionSync(() => {
           this.sql.exec("DELETE FROM placements WHERE runner_id = ?", msg.runnerId);
           for (const key of msg.sessions) {
@@ -120,20 +132,21 @@ export class RunnerPool extends DurableObject<Env> {
     }
   }
 
-  private live(): { ws: WebSocket; info: RunnerInfo }[] {
+  private live(): { ws: WebSocket; info: RunnerInfo; tenants: string[] | null }[] {
     const counts = new Map<string, number>();
     for (const row of this.sql.exec<{ runner_id: string; n: number }>(
       "SELECT runner_id, COUNT(*) AS n FROM placements GROUP BY runner_id",
     )) {
       counts.set(row.runner_id, row.n);
     }
-    const live: { ws: WebSocket; info: RunnerInfo }[] = [];
+    const live: { ws: WebSocket; info: RunnerInfo; tenants: string[] | null }[] = [];
     for (const ws of this.ctx.getWebSockets("runner")) {
       const att = ws.deserializeAttachment() as RunnerAttachment;
       if (ws.readyState !== WebSocket.OPEN || !att.runnerId) continue;
       live.push({
         ws,
         info: { runnerId: att.runnerId, capacity: att.capacity, sessions: counts.get(att.runnerId) ?? 0 },
+        tenants: att.tenants ?? null,
       });
     }
     return live;
