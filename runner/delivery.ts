@@ -54,10 +54,6 @@ export class Delivery {
     return this.queuedBytes;
   }
 
-  get isPaused(): boolean {
-    return this.paused;
-  }
-
   /** A coalesced chunk: log it, then send it in order. */
   push(offset: number, bytes: Buffer): void {
     const chunk: Chunk = { offset, bytes, settled: false, whenSettled: Promise.resolve() };

@@ -45,15 +45,6 @@ export class EdgeLink {
     this.dial();
   }
 
-  get isOpen(): boolean {
-    return this.socket?.readyState === WebSocket.OPEN;
-  }
-
-  /** Bytes queued in the socket and not yet written to the network. */
-  get bufferedAmount(): number {
-    return this.socket?.bufferedAmount ?? 0;
-  }
-
   /** Sends if open; false when the frame could not be sent (it is then not sent at all). */
   send(data: string | Uint8Array): boolean {
     const socket = this.socket;
@@ -68,11 +59,6 @@ export class EdgeLink {
     this.clearTimers();
     const socket = this.socket;
     if (socket && socket.readyState !== WebSocket.CLOSED) socket.close(code, reason);
-  }
-
-  /** Drops the connection as if the network had failed; it redials as usual. */
-  drop(): void {
-    this.socket?.terminate();
   }
 
   private dial(): void {

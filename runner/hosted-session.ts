@@ -96,11 +96,6 @@ export class HostedSession {
     this.killTimer ??= setTimeout(() => killSessionProcesses(pty.pid), graceMs);
   }
 
-  /** Drops the link as a network failure would (it redials); for operators and tests. */
-  dropLink(): void {
-    this.link.drop();
-  }
-
   private startProcess(): void {
     const { spec, tenant } = this.spawn;
     let pty: PtyProcess;

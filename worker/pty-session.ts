@@ -649,7 +649,7 @@ export class PtySession extends DurableObject<Env> {
       const cursor = live ? this.offset : (att?.cursor ?? this.offset);
       sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true);
       this.sockets.set(ws, sub);
-      log.info("client.restored", { key: this.keyForLog(), live, cursor, offset: this.offset });
+      log.warn("client.restored", { key: this.keyForLog(), live, cursor, offset: this.offset });
       if (!live) this.continueReplay(sub, { quiet: false, announced: true });
     }
     return sub;
