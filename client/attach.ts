@@ -1,0 +1,125 @@
+// `ptybroker attach` and `run`: the local terminal joined to a remote session, like `ssh -t`.
+// Raw mode while attached; the remote size follows the local one; Ctrl+] detaches; the SDK
+// reconnects on its own and resumes by offset; the terminal is restored on every way out.
+import type { ExitInfo } from "../shared/protocol.js";
+import type { Pty } from "./pty.js";
+
+/** Ctrl+] — the same detach key as telnet and `docker attach`'s default family. */
+export const DETACH_BYTE = 0x1d;
+
+export type AttachResult = { kind: "detached" } | { kind: "exited"; code: number; message: string | null };
+
+/** Exit status of the CLI for a session's exit, the way shells report one: 128 + signal number. */
+const SIGNAL_NUMBERS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGUSR2: 12,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+};
+
+export interface Terminal {
+  stdin: NodeJS.ReadStream;
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+}
+
+/** Attaches until the session ends (resolves `exited`) or the user presses Ctrl+] (`detached`). */
+export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
+  const { stdin, stdout, stderr } = term;
+  const raw = stdin.isTTY === true;
+  const note = (text: string) => stderr.write(`\r\n[ptybroker: ${text}]\r\n`);
+  /** Keystrokes typed while the link is down, sent in order once it is back. */
+  const pending: Buffer[] = [];
+  let offlineSince: number | undefined;
+
+  return new Promise<AttachResult>((resolve) => {
+    let finished = false;
+    const restore = () => {
+      if (raw && stdin.isTTY) stdin.setRawMode(false);
+    };
+    const finish = (result: AttachResult) => {
+      if (finished) return;
+      finished = true;
+      stdin.off("data", onInput);
+      stdout.off("resize", onResize);
+      process.off("exit", restore);
+      stdin.pause();
+      restore();
+      unsubscribe.forEach((off) => off());
+      resolve(result);
+    };
+
+    const send = (bytes: Buffer) => {
+      if (bytes.byteLength === 0) return;
+      if (pty.state !== "open") {
+        pending.push(bytes);
+        return;
+      }
+      pty.sendInput(bytes).catch((error: Error) => note(`input not delivered: ${error.message}`));
+    };
+    const onInput = (chunk: Buffer) => {
+      const detachAt = raw ? chunk.indexOf(DETACH_BYTE) : -1;
+      if (detachAt < 0) return send(chunk);
+      send(chunk.subarray(0, detachAt));
+      pty.close();
+      finish({ kind: "detached" });
+    };
+    const onResize = () => {
+      if (pty.readOnly || !stdout.columns || !stdout.rows) return;
+      pty.resize({ cols: stdout.columns, rows: stdout.rows }).catch(() => undefined);
+    };
+
+    const onExit = (info: ExitInfo) => {
+      const signalCode = info.signal ? 128 + (SIGNAL_NUMBERS[info.signal] ?? 0) : undefined;
+      const code = info.exitCode ?? signalCode ?? (info.status === "exited" ? 0 : 255);
+      let message: string | null = null;
+      if (info.status !== "exited") message = `session ${info.status}`;
+      else if (info.signal) message = `session ended by ${info.signal}`;
+      finish({ kind: "exited", code, message });
+    };
+
+    const unsubscribe = [
+      pty.on("data", (bytes) => stdout.write(bytes)),
+      pty.on("gap", ({ from, to }) => note(`${to - from} bytes of output before offset ${to} are no longer kept`)),
+      pty.on("state", (state) => {
+        if (state === "reconnecting" && offlineSince === undefined) {
+          offlineSince = Date.now();
+          note("connection lost; reconnecting…");
+        } else if (state === "open" && offlineSince !== undefined) {
+          note(`reconnected after ${((Date.now() - offlineSince) / 1000).toFixed(1)} s`);
+          offlineSince = undefined;
+          // A resize may have happened while offline; the remote should match the window now.
+          onResize();
+          for (const bytes of pending.splice(0)) send(bytes);
+        } else if (state === "closed" && !pty.exitInfo) {
+          finish({ kind: "exited", code: 255, message: "the connection closed" });
+        }
+      }),
+      pty.on("error", (error) => {
+        if (error.code !== "CLOSED") note(`${error.code}: ${error.message}`);
+      }),
+      pty.on("exit", (info) => onExit(info)),
+    ];
+
+    if (raw) stdin.setRawMode(true);
+    process.on("exit", restore);
+    stdin.on("data", onInput);
+    stdin.resume();
+    stdout.on("resize", onResize);
+    // The remote starts at whatever size it had; make it the size of this window.
+    if (
+      raw &&
+      stdout.columns &&
+      stdout.rows &&
+      (pty.session?.cols !== stdout.columns || pty.session?.rows !== stdout.rows)
+    ) {
+      onResize();
+    }
+    if (pty.exitInfo) onExit(pty.exitInfo);
+  });
+}

@@ -1,0 +1,181 @@
+// The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
+import type { Session, SessionStatus, SignalName } from "../shared/session.js";
+import { PtyBrokerError } from "./errors.js";
+import { Http } from "./http.js";
+import { type ConnectOptions, Pty, type SocketLike } from "./pty.js";
+
+export interface PtyBrokerOptions {
+  /** The edge's base URL, e.g. `https://ptybroker.example.workers.dev`. */
+  url: string;
+  /** The tenant's API key. */
+  apiKey?: string;
+  /** A session token instead (`viewer` or `writer`, one session). */
+  token?: string;
+  fetch?: typeof fetch;
+  /**
+   * A WebSocket class with the browser's API. Default: the `ws` package in Node (which can send
+   * the Authorization header), the global WebSocket elsewhere.
+   */
+  WebSocket?: new (url: string) => SocketLike;
+}
+
+export interface CreateOptions {
+  command?: string;
+  args?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  cols?: number;
+  rows?: number;
+  id?: string;
+  tags?: string[];
+  label?: string;
+  timeoutSec?: number;
+}
+
+export interface OutputRange {
+  from: number;
+  to: number;
+  bytes: Uint8Array;
+}
+
+type SocketFactory = (url: string, authorization: string | null) => SocketLike;
+
+/** Lifetime of the token minted for each socket when a browser holds an API key. */
+const SOCKET_TOKEN_TTL_SEC = 120;
+
+export class PtyBroker {
+  private readonly http: Http;
+  private factory: Promise<{ open: SocketFactory; headers: boolean }> | undefined;
+
+  constructor(private readonly options: PtyBrokerOptions) {
+    this.http = new Http(options.url, { apiKey: options.apiKey, token: options.token }, options.fetch);
+  }
+
+  /** The edge's base URL, without a trailing slash. */
+  get url(): string {
+    return this.http.base;
+  }
+
+  /** Creates a session and attaches to it from its first byte. */
+  async create(options: CreateOptions & ConnectOptions = {}): Promise<Pty> {
+    const { from: _from, onData, reconnect, heartbeatMs, connectTimeoutMs, ...body } = options;
+    const session = await this.createSession(body);
+    return this.connect(session.id, { from: 0, onData, reconnect, heartbeatMs, connectTimeoutMs });
+  }
+
+  /** Creates a session without attaching to it. */
+  createSession(body: CreateOptions = {}): Promise<Session> {
+    return this.http.json<Session>("POST", "/v1/sessions", body);
+  }
+
+  /** Attaches to a session: replays from `from` (default: everything retained), then live. */
+  async connect(id: string, options: ConnectOptions = {}): Promise<Pty> {
+    const pty = new Pty(
+      id,
+      {
+        openSocket: (sessionId, from) => this.openSocket(sessionId, from),
+        rest: (method, path, body) => this.http.json(method, path, body),
+      },
+      this.tokenRole() === "viewer",
+      options,
+    );
+    await pty.connected();
+    return pty;
+  }
+
+  get(id: string): Promise<Session> {
+    return this.http.json("GET", this.path(id));
+  }
+
+  async list(filter: { status?: SessionStatus; tag?: string } = {}): Promise<Session[]> {
+    const query = new URLSearchParams(Object.entries(filter).filter(([, v]) => v !== undefined) as [string, string][]);
+    const { sessions } = await this.http.json<{ sessions: Session[] }>("GET", `/v1/sessions${query.size ? `?${query}` : ""}`);
+    return sessions;
+  }
+
+  /** SIGHUP, then SIGKILL after a grace; answers once the process is gone. */
+  kill(id: string, options: { purge?: boolean } = {}): Promise<Session> {
+    return this.http.json("DELETE", `${this.path(id)}${options.purge ? "?purge=true" : ""}`);
+  }
+
+  /** The session once it has ended, or as it is after `timeoutSec` (default 30, at most 300). */
+  wait(id: string, options: { timeoutSec?: number } = {}): Promise<Session> {
+    return this.http.json("GET", `${this.path(id)}/wait${options.timeoutSec ? `?timeoutSec=${options.timeoutSec}` : ""}`);
+  }
+
+  async input(id: string, data: string): Promise<void> {
+    await this.http.json("POST", `${this.path(id)}/input`, { data });
+  }
+
+  resize(id: string, size: { cols: number; rows: number }): Promise<Session> {
+    return this.http.json("POST", `${this.path(id)}/resize`, size);
+  }
+
+  async signal(id: string, signal: SignalName): Promise<void> {
+    await this.http.json("POST", `${this.path(id)}/signal`, { signal });
+  }
+
+  /** Logged output from `from` (default: the oldest retained byte), at most 8 MiB per call. */
+  async output(id: string, range: { from?: number; to?: number } = {}): Promise<OutputRange> {
+    const query = new URLSearchParams();
+    if (range.from !== undefined) query.set("from", String(range.from));
+    if (range.to !== undefined) query.set("to", String(range.to));
+    const res = await this.http.send("GET", `${this.path(id)}/output${query.size ? `?${query}` : ""}`);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    return { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")), bytes };
+  }
+
+  /** Mints a session token (API key only): `viewer` reads, `writer` also types. */
+  createToken(id: string, role: "viewer" | "writer", options: { ttlSec?: number } = {}): Promise<{ token: string; expiresAt: string }> {
+    return this.http.json("POST", `${this.path(id)}/tokens`, { role, ttlSec: options.ttlSec });
+  }
+
+  /** The role of the token this broker holds (read from its claims, unverified), if any. */
+  tokenRole(): "viewer" | "writer" | undefined {
+    const token = this.options.token;
+    if (!token) return undefined;
+    try {
+      const payload = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const role = (JSON.parse(atob(payload.padEnd(Math.ceil(payload.length / 4) * 4, "="))) as { role?: unknown }).role;
+      return role === "viewer" || role === "writer" ? role : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private path(id: string): string {
+    return `/v1/sessions/${encodeURIComponent(id)}`;
+  }
+
+  private async openSocket(id: string, from: string | null): Promise<SocketLike> {
+    const { open, headers } = await (this.factory ??= this.socketFactory());
+    const query = new URLSearchParams();
+    if (from !== null) query.set("from", from);
+    if (!headers) {
+      // Browsers cannot set headers on a WebSocket, and API keys never go in URLs: a socket
+      // opened with an API key carries a short-lived writer token minted for it.
+      const token =
+        this.options.token ??
+        (await this.createToken(id, "writer", { ttlSec: SOCKET_TOKEN_TTL_SEC })).token;
+      query.set("token", token);
+    }
+    const url = `${this.http.base.replace(/^http/, "ws")}${this.path(id)}/connect${query.size ? `?${query}` : ""}`;
+    return open(url, headers ? this.http.bearer : null);
+  }
+
+  private async socketFactory(): Promise<{ open: SocketFactory; headers: boolean }> {
+    const Given = this.options.WebSocket;
+    if (Given) return { open: (url) => new Given(url), headers: false };
+    const isNode = typeof process !== "undefined" && typeof process.versions?.node === "string";
+    if (isNode) {
+      const { default: WebSocket } = await import("ws");
+      return {
+        open: (url, authorization) =>
+          new WebSocket(url, { headers: authorization ? { authorization } : {} }) as unknown as SocketLike,
+        headers: true,
+      };
+    }
+    if (typeof WebSocket === "undefined") throw new PtyBrokerError("INTERNAL", "no WebSocket here: pass options.WebSocket");
+    return { open: (url) => new WebSocket(url) as unknown as SocketLike, headers: false };
+  }
+}

@@ -1,0 +1,236 @@
+// The `ptybroker` command. Configuration: PTYBROKER_URL and PTYBROKER_API_KEY (or PTYBROKER_TOKEN).
+import { parseArgs } from "node:util";
+import { type AttachResult, attach } from "./attach.js";
+import { PtyBroker } from "./broker.js";
+import { PtyBrokerError } from "./errors.js";
+import type { Session, SessionStatus } from "../shared/session.js";
+
+const USAGE = `ptybroker: persistent remote terminals
+
+Usage:
+  ptybroker run [--label L] [--cwd DIR] [--env NAME=VALUE]... [-- command [args...]]
+                                   create a session (default: a login shell) and attach
+  ptybroker attach <id> [--from OFFSET | --live]
+                                   attach; the earlier output is shown again first
+  ptybroker ls [--status S] [--tag T] [--json]
+  ptybroker kill <id> [--purge]    end the process (SIGHUP, then SIGKILL)
+  ptybroker logs <id> [--from OFFSET] [--follow]
+                                   the output log to stdout; --follow waits for more
+  ptybroker share <id> [--writer] [--ttl SECONDS]
+                                   a link to the web page with a scoped token (viewer by default)
+
+While attached: Ctrl+] detaches and leaves the session running. The CLI reconnects by itself
+when the network drops and resumes exactly where it was; it exits with the session's exit code.
+
+Environment:
+  PTYBROKER_URL       the broker's URL (default http://127.0.0.1:8787)
+  PTYBROKER_API_KEY   the tenant's API key (or PTYBROKER_TOKEN: a session token)
+`;
+
+class UsageError extends Error {}
+
+function broker(): PtyBroker {
+  const url = process.env.PTYBROKER_URL ?? "http://127.0.0.1:8787";
+  const apiKey = process.env.PTYBROKER_API_KEY;
+  const token = process.env.PTYBROKER_TOKEN;
+  if (!apiKey && !token) throw new UsageError("set PTYBROKER_API_KEY (or PTYBROKER_TOKEN)");
+  return new PtyBroker({ url, apiKey, token });
+}
+
+function one(positionals: string[], what: string): string {
+  if (positionals.length !== 1) throw new UsageError(`expected exactly one ${what}`);
+  return positionals[0];
+}
+
+function offset(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError(`--from takes a byte offset, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+function terminalSize(): { cols?: number; rows?: number } {
+  const { columns, rows } = process.stdout;
+  return process.stdout.isTTY && columns && rows ? { cols: columns, rows } : {};
+}
+
+async function attachAndReport(b: PtyBroker, id: string, from: number | "live" | undefined): Promise<number> {
+  const pty = await b.connect(id, { from });
+  const result: AttachResult = await attach(pty, process);
+  if (result.kind === "detached") {
+    process.stderr.write(`\r\n[ptybroker: detached from ${id}; \`ptybroker attach ${id}\` to return]\r\n`);
+    return 0;
+  }
+  if (result.message) process.stderr.write(`\r\n[ptybroker: ${result.message}]\r\n`);
+  return result.code;
+}
+
+async function run(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      label: { type: "string" },
+      cwd: { type: "string" },
+      env: { type: "string", multiple: true },
+      tag: { type: "string", multiple: true },
+    },
+  });
+  const env: Record<string, string> = {};
+  for (const pair of values.env ?? []) {
+    const eq = pair.indexOf("=");
+    if (eq < 1) throw new UsageError(`--env takes NAME=VALUE, got ${JSON.stringify(pair)}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  const [command, ...commandArgs] = positionals;
+  const b = broker();
+  const session = await b.createSession({
+    ...(command ? { command, args: commandArgs } : {}),
+    ...terminalSize(),
+    cwd: values.cwd,
+    label: values.label,
+    tags: values.tag,
+    env: Object.keys(env).length ? env : undefined,
+  });
+  process.stderr.write(`[ptybroker: session ${session.id}]\r\n`);
+  return attachAndReport(b, session.id, 0);
+}
+
+async function attachCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { from: { type: "string" }, live: { type: "boolean" } },
+  });
+  if (values.live && values.from !== undefined) throw new UsageError("--from and --live exclude each other");
+  return attachAndReport(broker(), one(positionals, "session id"), values.live ? "live" : offset(values.from));
+}
+
+const STATUSES: SessionStatus[] = ["starting", "running", "exited", "lost", "failed"];
+
+async function ls(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { status: { type: "string" }, tag: { type: "string" }, json: { type: "boolean" } },
+  });
+  if (positionals.length) throw new UsageError("ls takes no arguments");
+  const status = values.status as SessionStatus | undefined;
+  if (status !== undefined && !STATUSES.includes(status)) {
+    throw new UsageError(`--status is one of ${STATUSES.join(", ")}`);
+  }
+  const sessions = await broker().list({ status, tag: values.tag });
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+    return 0;
+  }
+  process.stdout.write(table(sessions));
+  return 0;
+}
+
+function table(sessions: Session[]): string {
+  const rows = sessions.map((s) => [
+    s.id,
+    s.status === "exited" ? `exited (${s.exitCode ?? s.signal})` : s.status,
+    [s.command, ...s.args].join(" "),
+    s.createdAt.replace("T", " ").replace(/\.\d+Z$/, "Z"),
+    String(s.clients),
+    s.label ?? "",
+  ]);
+  const header = ["ID", "STATUS", "COMMAND", "CREATED", "CLIENTS", "LABEL"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  return [header, ...rows].map((r) => `${r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()}\n`).join("");
+}
+
+async function kill(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { purge: { type: "boolean" } } });
+  const id = one(positionals, "session id");
+  const s = await broker().kill(id, { purge: values.purge });
+  process.stdout.write(`${id}: ${s.status}${s.signal ? ` (${s.signal})` : s.exitCode !== null ? ` (exit ${s.exitCode})` : ""}\n`);
+  return 0;
+}
+
+async function logs(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { from: { type: "string" }, follow: { type: "boolean", short: "f" } },
+  });
+  const id = one(positionals, "session id");
+  const b = broker();
+  let cursor = offset(values.from);
+  const end = (await b.get(id)).offset;
+  for (;;) {
+    const range = await b.output(id, { from: cursor });
+    if (cursor !== undefined && range.from > cursor) {
+      process.stderr.write(`[ptybroker: output before offset ${range.from} is no longer kept]\n`);
+    }
+    await write(range.bytes);
+    cursor = range.to;
+    if (range.to >= end || range.bytes.byteLength === 0) break;
+  }
+  if (!values.follow) return 0;
+  const pty = await b.connect(id, { from: cursor });
+  for await (const chunk of pty) await write(chunk);
+  return 0;
+}
+
+/** Writes to stdout, waiting when the pipe is full. */
+function write(bytes: Uint8Array): Promise<void> {
+  if (process.stdout.write(bytes)) return Promise.resolve();
+  return new Promise((resolve) => process.stdout.once("drain", () => resolve()));
+}
+
+async function share(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { writer: { type: "boolean" }, ttl: { type: "string" } },
+  });
+  const id = one(positionals, "session id");
+  const ttlSec = values.ttl === undefined ? undefined : Number(values.ttl);
+  if (ttlSec !== undefined && !(Number.isInteger(ttlSec) && ttlSec > 0)) {
+    throw new UsageError(`--ttl takes whole seconds, got ${JSON.stringify(values.ttl)}`);
+  }
+  const b = broker();
+  const role = values.writer ? "writer" : "viewer";
+  const { token, expiresAt } = await b.createToken(id, role, { ttlSec });
+  process.stdout.write(`${b.url}/#session=${encodeURIComponent(id)}&token=${token}\n`);
+  process.stderr.write(`a ${role} link, valid until ${expiresAt}\n`);
+  return 0;
+}
+
+const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
+  run,
+  attach: attachCommand,
+  ls,
+  kill,
+  logs,
+  share,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "help" || name === "--help" || name === "-h") {
+    process.stdout.write(USAGE);
+    return name ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+  return command(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      process.stderr.write(`ptybroker: ${(error as Error).message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    if (error instanceof PtyBrokerError) {
+      process.stderr.write(`ptybroker: ${error.code}: ${error.message}\n`);
+      process.exit(1);
+    }
+    process.stderr.write(`ptybroker: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);
