@@ -1,6 +1,7 @@
 // `ptybroker attach` and `run`: the local terminal joined to a remote session, like `ssh -t`.
 // Raw mode while attached; the remote size follows the local one; Ctrl+] detaches; the SDK
 // reconnects on its own and resumes by offset; the terminal is restored on every way out.
+import { spawnSync } from "node:child_process";
 import type { ExitInfo } from "../shared/protocol.js";
 import type { Pty } from "./pty.js";
 
@@ -66,8 +67,8 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
       const detachAt = raw ? chunk.indexOf(DETACH_BYTE) : -1;
       if (detachAt < 0) return send(chunk);
       send(chunk.subarray(0, detachAt));
-      pty.close();
       finish({ kind: "detached" });
+      pty.close();
     };
     const onResize = () => {
       if (pty.readOnly || !stdout.columns || !stdout.rows) return;
@@ -106,7 +107,13 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
       pty.on("exit", (info) => onExit(info)),
     ];
 
-    if (raw) stdin.setRawMode(true);
+    if (raw) {
+      stdin.setRawMode(true);
+      // libuv's raw mode keeps output post-processing on (ONLCR turns "\n" into "\r\n"), which
+      // would move the cursor of a remote full-screen program. Turn it off as ssh does;
+      // setRawMode(false) restores the terminal's original settings, OPOST included.
+      spawnSync("stty", ["-opost"], { stdio: [stdin, "ignore", "ignore"] });
+    }
     process.on("exit", restore);
     stdin.on("data", onInput);
     stdin.resume();

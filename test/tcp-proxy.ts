@@ -8,6 +8,12 @@ export interface TcpProxy {
   url: string;
   /** Destroys every open connection on both sides (TCP reset), like a network failure. */
   cutAll(): void;
+  /**
+   * A network that silently stops delivering (no reset, no FIN): open connections stall and
+   * new ones are accepted but never reach the target. `blackhole(false)` ends the outage: the
+   * stalled connections are reset, as they would time out; new connections work again.
+   */
+  blackhole(on: boolean): void;
   /** Connections open now (client and upstream pairs). */
   connections(): number;
   /** Cuts every connection and stops listening. */
@@ -35,7 +41,16 @@ function cut(socket: Socket): void {
 
 export function startProxy(targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
+  /** Connections held during a blackhole, and forwarding pairs stalled by it. */
+  const held = new Set<Socket>();
+  let dark = false;
   const server: Server = createServer((client) => {
+    if (dark) {
+      held.add(client);
+      client.on("error", () => undefined);
+      client.on("close", () => held.delete(client));
+      return;
+    }
     const upstream = connect({ host: "127.0.0.1", port: targetPort });
     const pair: Pair = { client, upstream };
     pairs.add(pair);
@@ -65,6 +80,23 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
     }
   };
 
+  const blackhole = (on: boolean) => {
+    dark = on;
+    if (on) {
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+        held.add(client);
+        held.add(upstream);
+      }
+      return;
+    }
+    for (const socket of [...held]) cut(socket);
+    held.clear();
+  };
+
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
@@ -75,9 +107,11 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
         port,
         url: `http://127.0.0.1:${port}`,
         cutAll,
+        blackhole,
         connections: () => pairs.size,
         close: () =>
           new Promise<void>((done) => {
+            blackhole(false);
             cutAll();
             server.close(() => done());
           }),

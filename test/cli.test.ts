@@ -1,0 +1,200 @@
+// The `ptybroker` CLI in a real terminal: tmux panes driven with send-keys and read with
+// capture-pane, or with pipe-pane where every byte the CLI prints must be checked.
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { ROOT } from "../scripts/stack.js";
+import { TENANTS } from "./global-setup.js";
+import { Api, fetchOutput, until } from "./harness.js";
+import { startProxy, type TcpProxy } from "./tcp-proxy.js";
+
+const url = inject("edgeUrl");
+const api = new Api(url, TENANTS.acme);
+const CLI = join(ROOT, "bin/ptybroker.js");
+const SOCKET = `ptyb-cli-test-${process.pid}`;
+const dir = mkdtempSync(join(tmpdir(), "ptyb-cli-"));
+const sessions: string[] = [];
+const proxies: TcpProxy[] = [];
+let tmuxStarted = false;
+
+function tmux(...args: string[]): string {
+  return execFileSync("tmux", ["-L", SOCKET, "-f", "/dev/null", ...args], { encoding: "utf8" });
+}
+
+/** A detached tmux session of `cols`×`rows` running `command` under sh, with the CLI's env. */
+function pane(name: string, command: string, brokerUrl = url, size = { cols: 100, rows: 30 }): void {
+  tmux(
+    "new-session",
+    "-d",
+    "-s",
+    name,
+    "-x",
+    String(size.cols),
+    "-y",
+    String(size.rows),
+    "-e",
+    `PTYBROKER_URL=${brokerUrl}`,
+    "-e",
+    `PTYBROKER_API_KEY=${TENANTS.acme}`,
+    command,
+  );
+  tmuxStarted = true;
+}
+
+/** What the pane shows, scrollback included, wrapped lines joined. */
+function screen(name: string): string {
+  return tmux("capture-pane", "-p", "-J", "-S", "-2000", "-t", name);
+}
+
+function waitForScreen(name: string, pattern: RegExp, deadlineMs = 15_000): Promise<RegExpMatchArray> {
+  return until(() => screen(name).match(pattern), deadlineMs, `${pattern} in pane ${name}`).catch((error: Error) => {
+    throw new Error(`${error.message}\n--- pane ---\n${screen(name)}`);
+  });
+}
+
+function keys(name: string, ...input: string[]): void {
+  tmux("send-keys", "-t", name, ...input);
+}
+
+const cli = (args: string[]) =>
+  promisify(execFile)("node", [CLI, ...args], {
+    env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: TENANTS.acme },
+    encoding: "buffer",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+
+/** `stty -a` of a terminal in its normal (cooked) mode, as it must be after the CLI exits. */
+const RESTORED = /\bicanon\b[\s\S]*\becho\b/;
+const BASH = "-- /bin/bash --norc --noprofile";
+
+/** A file's text, or "" before it exists. */
+function read(file: string, encoding: BufferEncoding = "utf8"): string {
+  try {
+    return readFileSync(file, encoding);
+  } catch {
+    return "";
+  }
+}
+
+afterAll(async () => {
+  if (tmuxStarted) {
+    try {
+      tmux("kill-server");
+    } catch {
+      // already gone
+    }
+  }
+  await Promise.all(sessions.map((id) => api.destroy(id)));
+  await Promise.all(proxies.map((p) => p.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("ptybroker CLI", () => {
+  it("run, resize, detach, ls, logs and attach again, then the remote exit code", async () => {
+    pane("run", `node ${CLI} run --label cli-test ${BASH}; echo CLI-EXIT=$?; stty -a; exec sleep 300`);
+    const id = (await waitForScreen("run", /\[ptybroker: session ([\w-]+)\]/))[1];
+    sessions.push(id);
+
+    keys("run", "echo $((6*7))-cli", "Enter");
+    await waitForScreen("run", /^42-cli$/m);
+    keys("run", "stty size", "Enter");
+    await waitForScreen("run", /^30 100$/m);
+
+    // SIGWINCH: the remote follows the window. Wait for the edge to have the new size before
+    // asking the shell, since the resize and the keys travel separately to the CLI.
+    tmux("resize-window", "-t", "run", "-x", "120", "-y", "40");
+    await until(async () => (await api.get(id)).cols === 120, 10_000, "remote resized");
+    keys("run", "stty size", "Enter");
+    await waitForScreen("run", /^40 120$/m);
+
+    keys("run", "C-]");
+    await waitForScreen("run", new RegExp(`detached from ${id}`));
+    await waitForScreen("run", /^CLI-EXIT=0$/m);
+    const afterDetach = screen("run");
+    expect(afterDetach.slice(afterDetach.indexOf("CLI-EXIT=0"))).toMatch(RESTORED);
+    expect(afterDetach.slice(afterDetach.indexOf("CLI-EXIT=0"))).not.toMatch(/-icanon|-echo\b/);
+    expect((await api.get(id)).status).toBe("running");
+
+    const { stdout: listing } = await cli(["ls"]);
+    expect(listing.toString()).toMatch(new RegExp(`^${id}\\s+running\\s+/bin/bash --norc --noprofile\\s.*cli-test$`, "m"));
+
+    const { stdout: logged } = await cli(["logs", id]);
+    expect(logged.equals((await fetchOutput(api, id, 0)).bytes)).toBe(true);
+
+    pane("again", `node ${CLI} attach ${id}; echo CLI-EXIT=$?; stty -a; exec sleep 300`, url, { cols: 120, rows: 40 });
+    await waitForScreen("again", /^42-cli$/m); // the earlier output, replayed
+    keys("again", "exit 7", "Enter");
+    await waitForScreen("again", /^CLI-EXIT=7$/m);
+    const afterExit = screen("again");
+    expect(afterExit.slice(afterExit.indexOf("CLI-EXIT=7"))).toMatch(RESTORED);
+    expect((await api.get(id)).exitCode).toBe(7);
+  });
+
+  it("rides out dropped and silent networks: every byte printed once, typed input kept", async () => {
+    const proxy = await startProxy(Number(new URL(url).port));
+    proxies.push(proxy);
+    const gate = join(dir, "gate");
+    const printed = join(dir, "printed");
+    const notes = join(dir, "notes");
+    const code = join(dir, "code");
+    execFileSync("mkfifo", [gate]);
+    // stdout is the pane (piped to a file byte for byte); the CLI's notes go to a file.
+    pane(
+      "net",
+      `read _ < ${gate}; node ${CLI} run ${BASH} 2> ${notes}; echo $? > ${code}; exec sleep 300`,
+      proxy.url,
+    );
+    tmux("pipe-pane", "-t", "net", "-o", `cat > ${printed}`);
+    execFileSync("sh", ["-c", `echo go > ${gate}`]);
+    const id = (await until(() => read(notes).match(/session ([\w-]+)/), 15_000, "session id"))[1];
+    sessions.push(id);
+    const text = () => read(printed, "latin1");
+    const wait = (check: () => unknown, deadlineMs: number, what: string) =>
+      until(check, deadlineMs, what).catch((error: Error) => {
+        throw new Error(
+          `${error.message}\nnotes: ${read(notes)}\nprinted ${text().length} bytes, tail ${JSON.stringify(text().slice(-300))}`,
+        );
+      });
+
+    // Keys typed before the CLI has the terminal in raw mode would be echoed by it locally.
+    await wait(() => /\$ $|# $/.test(text()), 15_000, "the remote prompt");
+
+    // Connections reset in the middle of output, three times.
+    keys("net", "seq 1 200000; echo seq-$((1+1))-done", "Enter");
+    for (let cut = 0; cut < 3; cut++) {
+      const before = read(printed, "latin1").length;
+      await wait(() => read(printed, "latin1").length > before + 100_000 || /seq-2-done/.test(text()), 20_000, "output");
+      proxy.cutAll();
+      await wait(() => (read(notes).match(/reconnected after/g) ?? []).length > cut, 20_000, "reconnect");
+    }
+    await wait(() => /\r\nseq-2-done\r\n/.test(text()), 30_000, "seq finished");
+
+    // A network that goes silent: no reset, nothing delivered. The heartbeat notices.
+    const silentAt = Date.now();
+    proxy.blackhole(true);
+    await wait(() => /connection lost/.test(read(notes).split("reconnected").at(-1) ?? ""), 30_000, "loss noticed");
+    const noticedMs = Date.now() - silentAt;
+    keys("net", "echo typed-$((2+3))-offline", "Enter");
+    const restoredAt = Date.now();
+    proxy.blackhole(false);
+    await wait(() => /[\r\n]typed-5-offline\r\n/.test(text()), 30_000, "offline input delivered");
+    const recoveredMs = Date.now() - restoredAt;
+    console.log(`cli: silent network noticed after ${noticedMs} ms; input typed offline ran ${recoveredMs} ms after the network returned`);
+
+    keys("net", "exit 0", "Enter");
+    await wait(() => read(code).trim() === "0", 15_000, "CLI exit code 0");
+    const session = await api.get(id);
+    expect(session).toMatchObject({ status: "exited", exitCode: 0 });
+    // Every byte the session produced reached the terminal exactly once, in order.
+    await wait(() => read(printed, "latin1").length >= session.offset, 10_000, "pipe-pane caught up");
+    const logged = (await fetchOutput(api, id, 0)).bytes;
+    const shown = readFileSync(printed);
+    let differAt = 0;
+    while (differAt < logged.length && shown[differAt] === logged[differAt]) differAt++;
+    expect({ differAt, shown: shown.length, head: JSON.stringify(shown.subarray(0, 60).toString("latin1")) }).toEqual({ differAt: logged.length, shown: logged.length, head: JSON.stringify(logged.subarray(0, 60).toString("latin1")) });
+    expect(read(notes).match(/reconnected after/g)?.length).toBeGreaterThanOrEqual(4);
+  }, 120_000);
+});
