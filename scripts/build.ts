@@ -28,7 +28,8 @@ await Promise.all([
     external: ["ws"],
     logLevel: "warning",
   }),
-  // The SDK, for Node 20 and for bundlers; `ws` stays a dependency, loaded only when needed.
+  // The SDK, for Node 20 and for bundlers. Its dependencies (zod, and `ws`, which it loads only
+  // where there is no global WebSocket) stay imports, resolved from the package's own.
   build({
     entryPoints: { index: join(ROOT, "client/index.ts") },
     outdir: clientOut,
@@ -36,7 +37,7 @@ await Promise.all([
     format: "esm",
     platform: "neutral",
     target: "es2022",
-    external: ["ws"],
+    packages: "external",
     sourcemap: true,
     logLevel: "warning",
   }),

@@ -1,4 +1,6 @@
 // The SDK (`client/`) against the real stack, used the way an agent platform uses it.
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { type ConnectionState, type Pty, PtyBroker, PtyBrokerError } from "../client/index.js";
 import { TENANTS } from "./global-setup.js";
@@ -183,5 +185,26 @@ describe("SDK", () => {
     expect(Buffer.concat([a.bytes(), b.bytes()]).toString("utf8")).toBe(
       logged.bytes.subarray(0, again.offset).toString("utf8"),
     );
+  });
+
+  it("is the package's `ptybroker/client` export, built, in plain Node", async () => {
+    // The built module (npm run build), imported by package name the way a dependent imports it.
+    const script = `
+      import { PtyBroker } from "ptybroker/client";
+      const broker = new PtyBroker({ url: process.env.URL, apiKey: process.env.KEY });
+      const pty = await broker.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+      let text = "";
+      pty.on("data", (bytes) => { text += new TextDecoder().decode(bytes); });
+      await pty.sendInput("echo built-$((2+2))\\n");
+      await pty.sendInput("exit 4\\n");
+      const exit = await pty.wait();
+      console.log(JSON.stringify({ id: pty.id, exit, sawAnswer: /[\\r\\n]built-4\\r\\n/.test(text) }));
+    `;
+    const { stdout } = await promisify(execFile)("node", ["--input-type=module", "-e", script], {
+      env: { ...process.env, URL: url, KEY: TENANTS.acme },
+    });
+    const result = JSON.parse(stdout);
+    sessions.push(result.id);
+    expect(result).toMatchObject({ exit: { status: "exited", exitCode: 4, signal: null }, sawAnswer: true });
   });
 });
