@@ -9,7 +9,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "runner/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "runner/**/*.test.ts", "client/**/*.test.ts"],
           environment: "node",
         },
       },

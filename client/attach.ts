@@ -23,6 +23,9 @@ const SIGNAL_NUMBERS: Record<string, number> = {
   SIGTERM: 15,
 };
 
+/** Signals that end the CLI (raw mode keeps Ctrl+C and Ctrl+\\ from the local terminal). */
+const LOCAL_SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT"];
+
 export interface Terminal {
   stdin: NodeJS.ReadStream;
   stdout: NodeJS.WriteStream;
@@ -49,6 +52,7 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
       stdin.off("data", onInput);
       stdout.off("resize", onResize);
       process.off("exit", restore);
+      for (const signal of LOCAL_SIGNALS) process.off(signal, onSignal);
       stdin.pause();
       restore();
       unsubscribe.forEach((off) => off());
@@ -73,6 +77,12 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
     const onResize = () => {
       if (pty.readOnly || !stdout.columns || !stdout.rows) return;
       pty.resize({ cols: stdout.columns, rows: stdout.rows }).catch(() => undefined);
+    };
+
+    // Killed or hung up locally: the terminal goes back to normal and the session keeps running.
+    const onSignal = (signal: NodeJS.Signals) => {
+      finish({ kind: "exited", code: 128 + (SIGNAL_NUMBERS[signal] ?? 0), message: `${signal}: detached` });
+      pty.close();
     };
 
     const onExit = (info: ExitInfo) => {
@@ -115,6 +125,7 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
       spawnSync("stty", ["-opost"], { stdio: [stdin, "ignore", "ignore"] });
     }
     process.on("exit", restore);
+    for (const signal of LOCAL_SIGNALS) process.on(signal, onSignal);
     stdin.on("data", onInput);
     stdin.resume();
     stdout.on("resize", onResize);

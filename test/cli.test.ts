@@ -133,6 +133,23 @@ describe("ptybroker CLI", () => {
     expect((await api.get(id)).exitCode).toBe(7);
   });
 
+  it("restores the terminal when the CLI itself is killed, and leaves the session running", async () => {
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+    sessions.push(s.id);
+    pane("killed", `node ${CLI} attach ${s.id}; echo CLI-EXIT=$?; stty -a; exec sleep 300`);
+    await waitForScreen("killed", /# $/m);
+    // The pane runs sh, and sh runs the CLI: the one process this test signals.
+    const shell = tmux("display-message", "-p", "-t", "killed", "#{pane_pid}").trim();
+    const cliPid = Number(readFileSync(`/proc/${shell}/task/${shell}/children`, "utf8").trim());
+    expect(readFileSync(`/proc/${cliPid}/cmdline`, "utf8")).toContain("ptybroker.js");
+    process.kill(cliPid, "SIGTERM");
+    await waitForScreen("killed", /^CLI-EXIT=143$/m);
+    const after = screen("killed");
+    expect(after.slice(after.indexOf("CLI-EXIT=143"))).toMatch(RESTORED);
+    expect(after.slice(after.indexOf("CLI-EXIT=143"))).not.toMatch(/-icanon|-echo\b/);
+    expect((await api.get(s.id)).status).toBe("running");
+  });
+
   it("rides out dropped and silent networks: every byte printed once, typed input kept", async () => {
     const proxy = await startProxy(Number(new URL(url).port));
     proxies.push(proxy);

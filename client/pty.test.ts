@@ -1,0 +1,147 @@
+// Pure logic of Pty's offset handling, with a scripted socket standing in for the server. The
+// real stack runs the same paths in test/sdk.test.ts; what only a scripted server can do here
+// is resend bytes a client already has, which the real one never does.
+import { describe, expect, it } from "vitest";
+import { encodeOutput } from "../shared/protocol.js";
+import { Pty, type PtyTransport, type SocketLike } from "./pty.js";
+
+class ScriptedSocket implements SocketLike {
+  binaryType = "blob";
+  readyState = 0;
+  sent: (string | Uint8Array)[] = [];
+  onopen: ((event: unknown) => void) | null = null;
+  onmessage: ((event: { data: unknown }) => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
+  onerror: ((event: unknown) => void) | null = null;
+
+  constructor(readonly from: string | null) {}
+
+  send(data: string | Uint8Array): void {
+    this.sent.push(data);
+  }
+  close(code = 1000, reason = ""): void {
+    this.readyState = 3;
+    this.onclose?.({ code, reason });
+  }
+  open(): void {
+    this.readyState = 1;
+    this.onopen?.({});
+    this.json({ type: "hello", session: { id: "s", cols: 80, rows: 24 } });
+  }
+  json(message: unknown): void {
+    this.onmessage?.({ data: JSON.stringify(message) });
+  }
+  output(offset: number, text: string): void {
+    const frame = encodeOutput(offset, new TextEncoder().encode(text));
+    this.onmessage?.({ data: frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength) });
+  }
+}
+
+function scripted() {
+  const sockets: ScriptedSocket[] = [];
+  const transport: PtyTransport = {
+    openSocket: async (_id, from) => {
+      const socket = new ScriptedSocket(from);
+      sockets.push(socket);
+      return socket;
+    },
+    rest: async () => {
+      throw new Error("no REST in this test");
+    },
+  };
+  return { sockets, transport };
+}
+
+async function attached(options: ConstructorParameters<typeof Pty>[3] = {}) {
+  const { sockets, transport } = scripted();
+  const pty = new Pty("s", transport, false, { reconnect: { baseMs: 1, maxMs: 2 }, ...options });
+  const received: [string, number][] = [];
+  pty.on("data", (bytes, offset) => received.push([new TextDecoder().decode(bytes), offset]));
+  const ready = pty.connected();
+  await until(() => sockets.length === 1);
+  sockets[0].open();
+  await ready;
+  return { pty, sockets, received };
+}
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 1));
+  expect(check()).toBe(true);
+}
+
+describe("Pty offsets", () => {
+  it("delivers each byte once: drops repeated frames and trims overlapping ones", async () => {
+    const { pty, sockets, received } = await attached();
+    const socket = sockets[0];
+    socket.json({ type: "replay", from: 0, to: 6 });
+    socket.output(0, "abc");
+    socket.output(0, "abc"); // repeated whole
+    socket.output(1, "bcdef"); // overlaps by two
+    socket.json({ type: "live", offset: 6 });
+    socket.output(6, "g");
+    expect(received).toEqual([
+      ["abc", 0],
+      ["def", 3],
+      ["g", 6],
+    ]);
+    expect(pty.offset).toBe(7);
+    pty.close();
+  });
+
+  it("reconnects from the next offset after a drop and acknowledges it first", async () => {
+    const { pty, sockets, received } = await attached();
+    const states: string[] = [];
+    pty.on("state", (s) => states.push(s));
+    sockets[0].output(0, "hello");
+    sockets[0].close(1006);
+    await until(() => sockets.length === 2);
+    expect(sockets[1].from).toBe("5");
+    sockets[1].open();
+    expect(sockets[1].sent[0]).toBe(JSON.stringify({ type: "ack", offset: 5 }));
+    sockets[1].output(3, "lo world"); // the server may start earlier: only new bytes pass
+    expect(received).toEqual([
+      ["hello", 0],
+      [" world", 5],
+    ]);
+    expect(states).toEqual(["reconnecting", "open"]);
+    pty.close();
+  });
+
+  it("reports a gap and moves past it", async () => {
+    const { pty, sockets, received } = await attached({ from: 0 });
+    const gaps: unknown[] = [];
+    pty.on("gap", (g) => gaps.push(g));
+    sockets[0].json({ type: "gap", from: 0, to: 100 });
+    sockets[0].output(100, "x");
+    expect(gaps).toEqual([{ from: 0, to: 100 }]);
+    expect(received).toEqual([["x", 100]]);
+    pty.close();
+  });
+
+  it("ends on 4010 after exit, and on 4004 with NOT_FOUND, without reconnecting", async () => {
+    const a = await attached();
+    a.sockets[0].json({ type: "exit", status: "exited", exitCode: 2, signal: null });
+    a.sockets[0].close(4010);
+    expect(a.pty.state).toBe("closed");
+    expect(await a.pty.wait()).toEqual({ status: "exited", exitCode: 2, signal: null });
+
+    const b = await attached();
+    const errors: string[] = [];
+    b.pty.on("error", (e) => errors.push(e.code));
+    b.sockets[0].close(4004, "no such session");
+    expect(b.pty.state).toBe("closed");
+    expect(errors).toEqual(["NOT_FOUND"]);
+    expect(b.sockets).toHaveLength(1);
+  });
+
+  it("hands output that arrived before iteration began to the first iterator", async () => {
+    const { pty, sockets } = await attached();
+    sockets[0].output(0, "early ");
+    sockets[0].output(6, "late");
+    sockets[0].json({ type: "exit", status: "exited", exitCode: 0, signal: null });
+    sockets[0].close(4010);
+    const chunks: string[] = [];
+    for await (const chunk of pty) chunks.push(new TextDecoder().decode(chunk));
+    expect(chunks.join("")).toBe("early late");
+  });
+});
