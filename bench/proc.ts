@@ -1,0 +1,29 @@
+// What the benchmarks read about processes from /proc: resident memory and process trees.
+import { readFileSync, readdirSync } from "node:fs";
+
+/** Resident set size of `pid` in KiB, or 0 when it is gone. */
+export function rssKiB(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Processes named `name` in the tree under `root` (e.g. the workerd under a wrangler process). */
+export function descendantsNamed(root: number, name: string): number[] {
+  const parent = new Map<number, number>();
+  const names = new Map<number, string>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      names.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
+    } catch {
+      // gone
+    }
+  }
+  const under = (pid: number): boolean => pid === root || (pid > 1 && parent.has(pid) && under(parent.get(pid) ?? 1));
+  return [...names].filter(([pid, n]) => n === name && under(pid)).map(([pid]) => pid);
+}
