@@ -69,6 +69,33 @@ describe("Coalescer", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
+  it("with leadingEdge, emits the first push after a quiet period at once and gathers what follows", () => {
+    const { coalescer, chunks } = setup({ leadingEdge: true });
+    coalescer.push(Buffer.from("a"));
+    expect(chunks.map(text)).toEqual(["a"]);
+    coalescer.push(Buffer.from("b"));
+    coalescer.push(Buffer.from("c"));
+    expect(chunks.map(text)).toEqual(["a"]);
+    vi.advanceTimersByTime(DELAY);
+    expect(chunks.map(text)).toEqual(["a", "bc"]);
+    // Quiet again for a whole window: the next push goes out at once.
+    vi.advanceTimersByTime(DELAY);
+    coalescer.push(Buffer.from("d"));
+    expect(chunks.map(text)).toEqual(["a", "bc", "d"]);
+    expectContiguous(chunks);
+  });
+
+  it("with leadingEdge, still holds an unfinished character back", () => {
+    const { coalescer, chunks } = setup({ leadingEdge: true });
+    const euro = utf8("€");
+    coalescer.push(euro.subarray(0, 1));
+    expect(chunks).toHaveLength(0);
+    coalescer.push(euro.subarray(1));
+    vi.advanceTimersByTime(DELAY);
+    expect(joined(chunks).toString("utf8")).toBe("€");
+    expect(chunks).toHaveLength(1);
+  });
+
   it("does not restart the delay on every push (bounded latency)", () => {
     const { coalescer, chunks } = setup();
     coalescer.push(Buffer.from("a"));

@@ -6,7 +6,16 @@ import { completeUtf8Length } from "../shared/utf8.js";
 export interface CoalescerOptions {
   maxBytes: number;
   delayMs: number;
+  /**
+   * Emit a push at once when nothing is pending and the previous push came more than
+   * IDLE_GAP_MS ago: a keystroke's echo is not held back, while a flood (reads microseconds
+   * apart) is still gathered for `delayMs`.
+   */
+  leadingEdge?: boolean;
 }
+
+/** leadingEdge: a push this long after the previous one starts a new burst. */
+export const IDLE_GAP_MS = 1;
 
 export type ChunkSink = (offset: number, bytes: Buffer) => void;
 
@@ -14,6 +23,8 @@ export class Coalescer {
   private parts: Buffer[] = [];
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the previous push came (performance.now()). */
+  private lastPushAt = -Infinity;
   /** An unfinished UTF-8 sequence already waited one period: the next flush sends it as is. */
   private tailWaited = false;
 
@@ -33,7 +44,10 @@ export class Coalescer {
     this.parts.push(chunk);
     this.size += chunk.byteLength;
     this.tailWaited = false;
-    if (this.size >= this.options.maxBytes) this.flush();
+    const now = performance.now();
+    const idle = this.size === chunk.byteLength && now - this.lastPushAt >= IDLE_GAP_MS;
+    this.lastPushAt = now;
+    if (this.size >= this.options.maxBytes || (this.options.leadingEdge && idle)) this.flush();
     else this.arm();
   }
 

@@ -119,6 +119,7 @@ export class HostedSession {
     const coalescer = new Coalescer((offset, bytes) => this.delivery.push(offset, bytes), {
       maxBytes: this.config.coalesceBytes,
       delayMs: this.config.coalesceMs,
+      leadingEdge: true,
     });
     this.coalescer = coalescer;
     pty.onData((bytes) => coalescer.push(bytes));

@@ -90,6 +90,8 @@ export class PtySession extends DurableObject<Env> {
   private stored: Stored | undefined;
   /** Offset of the next output byte: everything below it is stored in the log and acknowledged. */
   private offset: number;
+  /** A storage sync for the runner's ack is in flight. */
+  private syncing = false;
   /** Oldest offset the log still holds, as the runner last reported it. */
   private retainedFrom: number;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
@@ -470,10 +472,29 @@ export class PtySession extends DurableObject<Env> {
       }
     }
     this.offset = end;
-    this.ctx.storage.kv.put("offset", end);
-    // The output gate holds this until the offset is durable.
-    sendQuietly(link, JSON.stringify({ type: "ack", offset: end } satisfies EdgeLinkMessage));
+    // The bytes are in the output log already (the runner appends before it sends), so clients
+    // need not wait for this write: it does not hold the output gate. The runner's ack does.
+    void this.ctx.storage.put("offset", end, { allowUnconfirmed: true });
     this.fanOut(offset, data, whole);
+    this.ackWhenDurable(link);
+  }
+
+  /** Acknowledges the stored offset to the runner once it is durable; one sync at a time. */
+  private ackWhenDurable(link: WebSocket): void {
+    if (this.syncing) return;
+    this.syncing = true;
+    const target = this.offset;
+    this.ctx.storage.sync().then(
+      () => {
+        this.syncing = false;
+        sendQuietly(link, JSON.stringify({ type: "ack", offset: target } satisfies EdgeLinkMessage));
+        if (this.offset > target) this.ackWhenDurable(link);
+      },
+      (error: unknown) => {
+        this.syncing = false;
+        log.error("storage.sync", { key: this.keyForLog(), error: String(error) });
+      },
+    );
   }
 
   private fanOut(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {

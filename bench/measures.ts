@@ -1,0 +1,156 @@
+// One function per measurement of issue 6; each runs once and returns raw numbers. `main.ts`
+// repeats them, takes medians and ratios, and writes the table.
+import { percentile } from "./stats.js";
+import { type BenchTerm, BASH, settle, stackSession, stackTerm, waitForMarker } from "./terminals.js";
+import type { BenchStack } from "./stack.js";
+
+/** Sends one printable byte at a time to `cat` in raw mode and times each echo. */
+export async function echoRoundTrips(term: BenchTerm, keystrokes: number): Promise<{ p50: number; p99: number }> {
+  await settle(term, "stty raw -echo");
+  term.send("cat\r");
+  // cat is running once a probe byte comes back.
+  await roundTrip(term, "#", 10_000);
+  const samples: number[] = [];
+  for (let i = 0; i < keystrokes; i++) {
+    samples.push(await roundTrip(term, String.fromCharCode(97 + (i % 26)), 5_000));
+  }
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+function roundTrip(term: BenchTerm, key: string, deadlineMs: number): Promise<number> {
+  const code = key.charCodeAt(0);
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`${term.name}: no echo of ${key} in ${deadlineMs} ms`));
+    }, deadlineMs);
+    const off = term.onData((bytes) => {
+      if (!bytes.includes(code)) return;
+      const ms = performance.now() - started;
+      off();
+      clearTimeout(timer);
+      resolve(ms);
+    });
+    term.send(key);
+  });
+}
+
+/** The flood of rows 2 and 3: `bytes` of printable base64 in 200-column lines, then a marker. */
+export function floodCommand(bytes: number, marker = "BENCH-$((6*7))-END"): string {
+  return `stty -echo; head -c ${Math.round((bytes * 3) / 4)} /dev/zero | base64 -w 200; echo ${marker}\r`;
+}
+const FLOOD_END = "BENCH-42-END";
+
+/** Expected output bytes of floodCommand(bytes): base64 text plus CRLF after every 200 columns. */
+function floodBytes(bytes: number): number {
+  const text = Math.ceil(Math.round((bytes * 3) / 4) / 3) * 4;
+  return text + Math.ceil(text / 200) * 2;
+}
+
+export interface Throughput {
+  /** Million bytes per second, from sending the command to seeing the end marker. */
+  mbps: number;
+  bytes: number;
+  cuts: number;
+}
+
+/** Row 2: one reader, `bytes` of output. */
+export async function throughput(term: BenchTerm, bytes: number): Promise<Throughput> {
+  await settle(term);
+  const started = performance.now();
+  const seen = waitForMarker(term, FLOOD_END);
+  term.send(floodCommand(bytes));
+  const end = await seen;
+  check(end.bytes, bytes, term.name);
+  return { mbps: end.bytes / 1e6 / ((end.at - started) / 1000), bytes: end.bytes, cuts: term.cuts };
+}
+
+function check(received: number, bytes: number, who: string): void {
+  const expected = floodBytes(bytes);
+  if (received < expected || received > expected + 4096) {
+    throw new Error(`${who}: received ${received} bytes, expected ${expected} and a few more`);
+  }
+}
+
+export interface FanOut {
+  viewers: number;
+  /** PTY speed: the flood's bytes over the time until the first viewer saw its end. */
+  ptyMBps: number;
+  /** The last viewer's speed. */
+  slowestMBps: number;
+  /** Viewers that received every byte of the flood, in order (offsets are checked per frame). */
+  complete: number;
+  cuts: number;
+}
+
+/** Row 3: `viewers` framed clients on one session, the flood typed by the first. */
+export async function fanOut(stack: BenchStack, viewers: number, bytes: number): Promise<FanOut> {
+  const { id, term: writer } = await stackSession(stack);
+  const others = await Promise.all(Array.from({ length: viewers - 1 }, () => stackTerm(stack, id)));
+  const all = [writer, ...others];
+  try {
+    await settle(writer);
+    const started = performance.now();
+    const ends = all.map((term) => waitForMarker(term, FLOOD_END, 300_000));
+    writer.send(floodCommand(bytes));
+    const results = await Promise.all(ends);
+    const seconds = results.map((r) => (r.at - started) / 1000);
+    let complete = 0;
+    for (const r of results) {
+      try {
+        check(r.bytes, bytes, "viewer");
+        complete++;
+      } catch {
+        // counted as incomplete
+      }
+    }
+    return {
+      viewers,
+      ptyMBps: results[0].bytes / 1e6 / Math.min(...seconds),
+      slowestMBps: results[0].bytes / 1e6 / Math.max(...seconds),
+      complete,
+      cuts: all.reduce((n, t) => n + t.cuts, 0),
+    };
+  } finally {
+    await Promise.all(all.map((t) => t.close()));
+    await stack.api.destroy(id);
+  }
+}
+
+/** Row 4: a session with `bytes` of history in Redis; a new client from=0 until `live`. */
+export async function replay(stack: BenchStack, bytes: number): Promise<{ ms: number; replayed: number }> {
+  const { id, term } = await stackSession(stack);
+  try {
+    // One unbroken base64 line of exactly `bytes` characters, then the marker.
+    const seen = waitForMarker(term, FLOOD_END);
+    term.send(`stty -echo; head -c ${(bytes * 3) / 4} /dev/zero | base64 -w 0; echo; echo BENCH-$((6*7))-END\r`);
+    await seen;
+    await term.close();
+    const session = await stack.api.get(id);
+    const started = performance.now();
+    const client = await stackTerm(stack, id, 0);
+    const ms = performance.now() - started;
+    const replayed = client.received;
+    await client.close();
+    if (replayed !== session.offset) throw new Error(`replayed ${replayed} of ${session.offset} bytes`);
+    return { ms, replayed };
+  } finally {
+    await stack.api.destroy(id);
+  }
+}
+
+/** Row 7: `yes` floods the terminal; Ctrl+C; time until the prompt is back. */
+export async function interrupt(term: BenchTerm): Promise<number> {
+  await settle(term, "PS1='PROMPT-$((6*7))> '");
+  const flooding = waitForMarker(term, "y\r\ny\r\ny\r\n".repeat(64));
+  term.send("yes\r");
+  await flooding;
+  const prompt = waitForMarker(term, "PROMPT-42> ", 30_000);
+  const started = performance.now();
+  term.send("\x03");
+  const back = await prompt;
+  return back.at - started;
+}
+
+export { BASH };

@@ -1,0 +1,169 @@
+// The two terminals every benchmark drives the same way: a session through the whole stack
+// (framed WebSocket: client → edge → runner → PTY and back) and node-pty in this process, the
+// baseline. Both count bytes and look for a marker without keeping the output.
+import WebSocket from "ws";
+import { decodeFrame, encodeInput } from "../shared/protocol.js";
+import { spawnPty } from "../runner/pty.js";
+import type { BenchStack } from "./stack.js";
+
+export interface BenchTerm {
+  readonly name: string;
+  send(input: string | Uint8Array): void;
+  /** Every output chunk, in order; returns the unsubscribe. */
+  onData(listener: (bytes: Buffer) => void): () => void;
+  /** Output bytes received since the terminal was opened. */
+  readonly received: number;
+  /** Slow-consumer cuts the stack made (each resumed by offset); always 0 for node-pty. */
+  readonly cuts: number;
+  close(): Promise<void>;
+}
+
+export const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
+/** How often the framed client acknowledges (the edge cuts clients more than 8 MiB behind). */
+const ACK_EVERY_BYTES = 256 * 1024;
+
+/** A framed WebSocket client of `sessionId` that resumes by offset when cut (4008). */
+export async function stackTerm(stack: BenchStack, sessionId: string, from: number | "live" = "live"): Promise<BenchTerm> {
+  const listeners: ((bytes: Buffer) => void)[] = [];
+  let next: number | undefined;
+  let acked = 0;
+  let cuts = 0;
+  let received = 0;
+  let socket: WebSocket;
+  let closing = false;
+  let ended: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (ended = resolve));
+
+  const dial = (query: string) =>
+    new Promise<void>((resolve, reject) => {
+      const ws = new WebSocket(`${stack.url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect?${query}`, {
+        headers: { authorization: `Bearer ${stack.apiKey}` },
+      });
+      socket = ws;
+      ws.once("error", reject);
+      ws.on("message", (data: Buffer, isBinary) => {
+        if (!isBinary) {
+          const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number };
+          if (message.type === "live") {
+            next ??= message.offset;
+            resolve();
+          }
+          return;
+        }
+        const frame = decodeFrame(data);
+        if (frame.op !== "output") return;
+        if (next !== undefined && frame.offset !== next) throw new Error(`offset ${frame.offset}, expected ${next}`);
+        next = frame.offset + frame.data.byteLength;
+        received += frame.data.byteLength;
+        const bytes = Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength);
+        for (const listener of [...listeners]) listener(bytes);
+        if (next - acked >= ACK_EVERY_BYTES) {
+          acked = next;
+          ws.send(JSON.stringify({ type: "ack", offset: next }));
+        }
+      });
+      ws.once("open", () => ws.send(JSON.stringify({ type: "ack", offset: next ?? 0 })));
+      ws.once("close", (code) => {
+        if (code === 4008 && !closing) {
+          cuts++;
+          void dial(`from=${next}`);
+        } else ended();
+      });
+    });
+
+  await dial(`from=${from}`);
+  return {
+    name: "ptybroker",
+    send: (input) => socket.send(encodeInput(typeof input === "string" ? Buffer.from(input) : input)),
+    onData: (listener) => subscribe(listeners, listener),
+    get cuts() {
+      return cuts;
+    },
+    get received() {
+      return received;
+    },
+    async close() {
+      closing = true;
+      socket.close(1000);
+      await done;
+    },
+  };
+}
+
+/** A session on the stack with one client attached live. */
+export async function stackSession(stack: BenchStack): Promise<{ id: string; term: BenchTerm }> {
+  const session = await stack.api.create(BASH);
+  return { id: session.id, term: await stackTerm(stack, session.id) };
+}
+
+/** bash on node-pty in this process: the baseline, with nothing between the PTY and the reader. */
+export function rawTerm(): BenchTerm {
+  const pty = spawnPty({
+    ...BASH,
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TERM: "xterm-256color", HOME: process.env.HOME ?? "/" },
+    cols: 80,
+    rows: 24,
+  });
+  const listeners: ((bytes: Buffer) => void)[] = [];
+  let received = 0;
+  pty.onData((bytes) => {
+    received += bytes.byteLength;
+    for (const listener of [...listeners]) listener(bytes);
+  });
+  const exited = new Promise<void>((resolve) => pty.onExit(() => resolve()));
+  return {
+    name: "node-pty",
+    send: (input) => pty.write(typeof input === "string" ? Buffer.from(input) : input),
+    onData: (listener) => subscribe(listeners, listener),
+    cuts: 0,
+    get received() {
+      return received;
+    },
+    async close() {
+      pty.signalProcess("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+function subscribe<T>(list: T[], item: T): () => void {
+  list.push(item);
+  return () => {
+    const at = list.indexOf(item);
+    if (at >= 0) list.splice(at, 1);
+  };
+}
+
+/** Resolves when `marker` has appeared in `term`'s output after this call; counts bytes meanwhile. */
+export function waitForMarker(term: BenchTerm, marker: string, deadlineMs = 120_000): Promise<{ bytes: number; at: number }> {
+  const needle = Buffer.from(marker);
+  let carry = Buffer.alloc(0);
+  let bytes = 0;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`${term.name}: no ${marker} after ${deadlineMs} ms`));
+    }, deadlineMs);
+    const off = term.onData((chunk) => {
+      bytes += chunk.byteLength;
+      const window = carry.byteLength ? Buffer.concat([carry, chunk]) : chunk;
+      if (window.indexOf(needle) >= 0) {
+        off();
+        clearTimeout(timer);
+        resolve({ bytes, at: performance.now() });
+        return;
+      }
+      carry = Buffer.from(window.subarray(Math.max(0, window.byteLength - needle.byteLength + 1)));
+    });
+  });
+}
+
+/** Sends `command` and waits for `READY-<n>` printed by it: the shell has run everything before. */
+let readyCount = 0;
+export async function settle(term: BenchTerm, command = ""): Promise<void> {
+  const n = ++readyCount;
+  const seen = waitForMarker(term, `READY-${n * 2}`, 30_000);
+  term.send(`${command}${command ? "; " : ""}echo READY-$((${n}*2))\r`);
+  await seen;
+}
