@@ -38,6 +38,8 @@ export async function stackTerm(stack: BenchStack, sessionId: string, from: numb
     new Promise<void>((resolve, reject) => {
       const ws = new WebSocket(`${stack.url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect?${query}`, {
         headers: { authorization: `Bearer ${stack.apiKey}` },
+        // As the SDK connects from Node (see client/broker.ts).
+        perMessageDeflate: false,
       });
       socket = ws;
       ws.once("error", reject);
