@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT } from "../scripts/stack.js";
 import { echoRoundTrips, fanOut, interrupt, replay, throughput } from "./measures.js";
+import { measureKnobs } from "./knobs.js";
 import { measureWetty } from "./peer-wetty.js";
 import { measureScale, scaleStackOptions } from "./scale.js";
 import { startBenchStack } from "./stack.js";
@@ -19,6 +20,7 @@ const { values } = parseArgs({
     quick: { type: "boolean" },
     runs: { type: "string" },
     only: { type: "string" },
+    knobs: { type: "boolean" },
     "no-write": { type: "boolean" },
   },
 });
@@ -255,6 +257,16 @@ try {
   await stack.stop();
 }
 
+// Each knob setting needs a runner of its own, so after the main stack is gone.
+const knobs = values.knobs
+  ? await measureKnobs({
+      runs: config.runs,
+      bytes: config.floodBytes,
+      keystrokes: config.keystrokes,
+      progress: (m) => progress(`knobs: ${m}`),
+    })
+  : undefined;
+
 rows.sort((a, b) => a.n - b.n);
 const table = [
   "| # | what | ptybroker | baseline (same run) | ratio | target | met |",
@@ -270,15 +282,23 @@ const header = [
 ].join("\n");
 console.log(`\n${header}\n\n${table}\n`);
 
+if (knobs) console.log(`${knobs}\n`);
+
+/** `doc` with the block between `<!-- name:start -->` and `<!-- name:end -->` replaced (or added). */
+function withBlock(doc: string, name: string, content: string): string {
+  const start = `<!-- ${name}:start -->`;
+  const end = `<!-- ${name}:end -->`;
+  const block = `${start}\n${content}\n${end}`;
+  if (!doc.includes(start)) return `${doc.trimEnd()}\n\n${block}\n`;
+  return doc.slice(0, doc.indexOf(start)) + block + doc.slice(doc.indexOf(end) + end.length);
+}
+
 if (!values["no-write"]) {
   const file = join(ROOT, "docs/benchmarks.md");
-  const doc = readFileSync(file, "utf8");
-  const start = "<!-- bench:start -->";
-  const end = "<!-- bench:end -->";
-  const block = `${start}\n${header}\n\n${table}\n${end}`;
-  const next = doc.includes(start)
-    ? doc.slice(0, doc.indexOf(start)) + block + doc.slice(doc.indexOf(end) + end.length)
-    : `${doc.trimEnd()}\n\n${block}\n`;
-  writeFileSync(file, next);
-  progress(`wrote the table to docs/benchmarks.md`);
+  let doc = readFileSync(file, "utf8");
+  // A partial run (--only) prints its rows but leaves the full table in place.
+  if (!only) doc = withBlock(doc, "bench", `${header}\n\n${table}`);
+  if (knobs) doc = withBlock(doc, "knobs", `${header}\n\n${knobs}`);
+  writeFileSync(file, doc);
+  progress("wrote the tables to docs/benchmarks.md");
 }
