@@ -1,5 +1,5 @@
 // Scale: many concurrent idle login shells on one runner (issue 6). Creates `sessions` sessions
-// with the default command (`/bin/bash -l`) a few at a time, times each from just before its
+// with the default command (`/bin/bash -l`), one at a time unless told otherwise, times each from just before its
 // POST to its first prompt on a framed WebSocket, closes that client so the session sits idle
 // with no subscribers, lets memory settle, reads the resident memory of the runner process
 // (its shells are separate processes, so not counted) and of workerd, then deletes (purges)
@@ -30,12 +30,16 @@ export interface ScaleResult {
 
 export interface ScaleOptions {
   sessions: number;
-  /** Creates in flight at once (default 8): small, so a percentile is about one create, not a queue. */
+  /**
+   * Creates in flight at once (default 1), so a percentile is about one create, not a queue. On
+   * the 2-core development machine the stack tops out near 20–30 creates/s, so 8 in flight
+   * measures queueing (p50 ~400 ms), and even 2 roughly doubles the p50.
+   */
   concurrency?: number;
   progress: (message: string) => void;
 }
 
-const DEFAULT_CONCURRENCY = 8;
+const DEFAULT_CONCURRENCY = 1;
 /** Room above `sessions` for the warm-up session and stragglers of an earlier run. */
 const HEADROOM = 16;
 const PROMPT_DEADLINE_MS = 30_000;
@@ -58,9 +62,10 @@ const PROGRESS_EVERY = 50;
 
 /**
  * The end of bash's prompt: `$ ` or `# ` as the last visible text, possibly followed by
- * escape sequences readline writes after it. Measured with `/bin/bash -l` (bash 5.2, Debian):
- * the first output is `\e[?2004h` (bracketed paste on) then `user@host:dir# `; nothing follows
- * the prompt until input arrives. Matched against the end of everything received so far.
+ * escape sequences readline writes after it. Measured with `/bin/bash -l` (bash 5.2, Debian,
+ * stock dotfiles): `\e[?2004h` (bracketed paste on), `\e]0;root@vm: dir\a` (window title), then
+ * `\e[01;32mroot@vm\e[00m:\e[01;34mdir\e[00m# `; nothing follows the prompt until input
+ * arrives. Matched against the end of everything received so far.
  */
 // eslint-disable-next-line no-control-regex
 export const PROMPT_END = /[#$] (?:\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\))*$/;

@@ -49,6 +49,8 @@ export class ControlLink {
     const url = edgeSocketUrl(this.config.brokerUrl, CONTROL_PATH);
     const socket = new WebSocket(url, {
       headers: { authorization: `Bearer ${this.config.runnerToken}`, "x-runner-id": this.config.runnerId },
+      // No permessage-deflate: its contexts cost ~300 KiB per socket (see edge-link.ts).
+      perMessageDeflate: false,
     });
     this.socket = socket;
     socket.on("open", () => {

@@ -67,8 +67,8 @@ export class EdgeLink {
     const socket = new WebSocket(url, {
       headers: { authorization: `Bearer ${runnerToken}`, "x-runner-id": runnerId },
       maxPayload: 2 << 20,
-      // Compressing every frame cost the runner ~10% of its CPU in a flood (zlib in its profile)
-      // and the edge as much to inflate it; between runner and edge bandwidth is the cheap part.
+      // Compressing every frame cost the runner ~10% of its CPU in a flood (zlib in its profile),
+      // and its contexts ~300 KiB of memory per link; between runner and edge bandwidth is cheap.
       perMessageDeflate: false,
       // A client must mask its frames; an all-zero mask lets ws skip the copy and XOR of every
       // output byte (masking guards browsers' intermediaries, not a runner talking to its edge).
