@@ -69,19 +69,20 @@ describe("Coalescer", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it("with leadingEdge, emits the first push after a quiet period at once and gathers what follows", () => {
-    const { coalescer, chunks } = setup({ leadingEdge: true });
-    coalescer.push(Buffer.from("a"));
-    expect(chunks.map(text)).toEqual(["a"]);
-    coalescer.push(Buffer.from("b"));
-    coalescer.push(Buffer.from("c"));
-    expect(chunks.map(text)).toEqual(["a"]);
+  it("with leadingEdge, emits pushes at once within the window's budget, then gathers", () => {
+    const { coalescer, chunks } = setup({ leadingEdge: true, immediateBytes: 4 });
+    coalescer.push(Buffer.from("ab"));
+    coalescer.push(Buffer.from("cd"));
+    expect(chunks.map(text)).toEqual(["ab", "cd"]);
+    // The budget of 4 bytes is spent: the rest of this window is gathered.
+    coalescer.push(Buffer.from("e"));
+    coalescer.push(Buffer.from("f"));
+    expect(chunks.map(text)).toEqual(["ab", "cd"]);
     vi.advanceTimersByTime(DELAY);
-    expect(chunks.map(text)).toEqual(["a", "bc"]);
-    // Quiet again for a whole window: the next push goes out at once.
-    vi.advanceTimersByTime(DELAY);
-    coalescer.push(Buffer.from("d"));
-    expect(chunks.map(text)).toEqual(["a", "bc", "d"]);
+    expect(chunks.map(text)).toEqual(["ab", "cd", "ef"]);
+    // A new window, a new budget.
+    coalescer.push(Buffer.from("g"));
+    expect(chunks.map(text)).toEqual(["ab", "cd", "ef", "g"]);
     expectContiguous(chunks);
   });
 

@@ -7,15 +7,14 @@ export interface CoalescerOptions {
   maxBytes: number;
   delayMs: number;
   /**
-   * Emit a push at once when nothing is pending and the previous push came more than
-   * IDLE_GAP_MS ago: a keystroke's echo is not held back, while a flood (reads microseconds
-   * apart) is still gathered for `delayMs`.
+   * Emit a push at once when nothing is pending, for up to `immediateBytes` per `delayMs`
+   * window; past that, gather as usual. A keystroke's echo or a command's short answer is not
+   * held back, while a flood is gathered after its first few reads.
    */
   leadingEdge?: boolean;
+  /** leadingEdge's budget of bytes sent at once per window. Default 8 KiB. */
+  immediateBytes?: number;
 }
-
-/** leadingEdge: a push this long after the previous one starts a new burst. */
-export const IDLE_GAP_MS = 1;
 
 export type ChunkSink = (offset: number, bytes: Buffer) => void;
 
@@ -23,8 +22,9 @@ export class Coalescer {
   private parts: Buffer[] = [];
   private size = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** When the previous push came (performance.now()). */
-  private lastPushAt = -Infinity;
+  /** leadingEdge: start of the current window (performance.now()) and bytes sent at once in it. */
+  private windowStart = -Infinity;
+  private immediate = 0;
   /** An unfinished UTF-8 sequence already waited one period: the next flush sends it as is. */
   private tailWaited = false;
 
@@ -44,11 +44,21 @@ export class Coalescer {
     this.parts.push(chunk);
     this.size += chunk.byteLength;
     this.tailWaited = false;
-    const now = performance.now();
-    const idle = this.size === chunk.byteLength && now - this.lastPushAt >= IDLE_GAP_MS;
-    this.lastPushAt = now;
-    if (this.size >= this.options.maxBytes || (this.options.leadingEdge && idle)) this.flush();
+    if (this.size >= this.options.maxBytes || this.mayEmitAtOnce()) this.flush();
     else this.arm();
+  }
+
+  /** leadingEdge: nothing else is pending and this window's budget has room for the push. */
+  private mayEmitAtOnce(): boolean {
+    if (!this.options.leadingEdge || this.timer || this.parts.length !== 1) return false;
+    const now = performance.now();
+    if (now - this.windowStart >= this.options.delayMs) {
+      this.windowStart = now;
+      this.immediate = 0;
+    }
+    if (this.immediate + this.size > (this.options.immediateBytes ?? 8192)) return false;
+    this.immediate += this.size;
+    return true;
   }
 
   /** Emits what is buffered; `final` also emits an unfinished UTF-8 tail. */
