@@ -38,8 +38,8 @@ export async function stackTerm(stack: BenchStack, sessionId: string, from: numb
     new Promise<void>((resolve, reject) => {
       const ws = new WebSocket(`${stack.url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect?${query}`, {
         headers: { authorization: `Bearer ${stack.apiKey}` },
-        // As the SDK connects from Node (see client/broker.ts).
-        perMessageDeflate: false,
+        // As the SDK connects from Node (ws's defaults: permessage-deflate offered, and workerd
+        // accepts it, as it does for browsers).
       });
       socket = ws;
       ws.once("error", reject);

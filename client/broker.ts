@@ -171,12 +171,7 @@ export class PtyBroker {
       const { default: WebSocket } = await import("ws");
       return {
         open: (url, authorization) =>
-          // No permessage-deflate: inflating every frame cost the client as much CPU as the rest
-          // of its work in a flood (measured in bench/), for a link that is usually fast.
-          new WebSocket(url, {
-            headers: authorization ? { authorization } : {},
-            perMessageDeflate: false,
-          }) as unknown as SocketLike,
+          new WebSocket(url, { headers: authorization ? { authorization } : {} }) as unknown as SocketLike,
         headers: true,
       };
     }

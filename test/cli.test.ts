@@ -170,9 +170,11 @@ describe("ptybroker CLI", () => {
     sessions.push(id);
     const text = () => read(printed, "latin1");
     const wait = (check: () => unknown, deadlineMs: number, what: string) =>
-      until(check, deadlineMs, what).catch((error: Error) => {
+      until(check, deadlineMs, what).catch(async (error: Error) => {
+        const s = await api.get(id).catch((e: Error) => e.message);
         throw new Error(
-          `${error.message}\nnotes: ${read(notes)}\nprinted ${text().length} bytes, tail ${JSON.stringify(text().slice(-300))}`,
+          `session: ${JSON.stringify(s)} proxy connections ${proxy.connections()}\n` +
+          `${error.message}\nnotes: ${read(notes)}\nprinted ${text().length} bytes, tail ${JSON.stringify(text().slice(-300))}\n--- pane ---\n${screen("net")}`,
         );
       });
 
