@@ -61,6 +61,8 @@ async function attached(options: ConstructorParameters<typeof Pty>[3] = {}) {
   await until(() => sockets.length === 1);
   sockets[0].open();
   await ready;
+  // Frames after hello are held for one macrotask (see the test below); later ones flow at once.
+  await new Promise((resolve) => setTimeout(resolve, 0));
   return { pty, sockets, received };
 }
 
@@ -85,6 +87,22 @@ describe("Pty offsets", () => {
       ["g", 6],
     ]);
     expect(pty.offset).toBe(7);
+    pty.close();
+  });
+
+  it("holds frames that came with hello until the caller has attached its listeners", async () => {
+    const { sockets, transport } = scripted();
+    const pty = new Pty("s", transport, false, {});
+    const ready = pty.connected();
+    await until(() => sockets.length === 1);
+    // hello and output in one synchronous run, as ws delivers the frames of one read.
+    sockets[0].open();
+    sockets[0].output(0, "in the same read");
+    await ready;
+    const got: string[] = [];
+    pty.on("data", (bytes) => got.push(new TextDecoder().decode(bytes)));
+    await until(() => got.length === 1);
+    expect(got).toEqual(["in the same read"]);
     pty.close();
   });
 

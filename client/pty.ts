@@ -93,6 +93,13 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   private settleReady: ((error?: PtyBrokerError) => void) | undefined;
   private readonly consumers = new Set<(chunk: Uint8Array | null) => void>();
   private prelude: Uint8Array[] | null = [];
+  /**
+   * Messages that arrived after the first `hello`, held for one macrotask: `connect()` resolves
+   * on `hello`, and the caller attaches its listeners in the continuation. Without this, frames
+   * that came in the same read as `hello` (ws handles them in one synchronous loop) would be
+   * emitted before anyone listens.
+   */
+  private held: unknown[] | null = null;
   private preludeBytes = 0;
 
   constructor(
@@ -274,7 +281,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     };
     socket.onmessage = (event) => {
       this.lastHeard = Date.now();
-      this.receive(event.data);
+      if (this.held) this.held.push(event.data);
+      else this.receive(event.data);
     };
     socket.onclose = (event) => {
       clearTimeout(openTimer);
@@ -320,6 +328,10 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
       case "hello":
         this.session = message.session;
         this.attempt = 0;
+        if (this.settleReady) {
+          this.held = [];
+          setTimeout(() => this.releaseHeld(), 0);
+        }
         this.setState("open");
         this.settleReady?.();
         break;
@@ -357,7 +369,15 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     }
   }
 
+  private releaseHeld(): void {
+    const held = this.held;
+    this.held = null;
+    if (this.userClosed) return;
+    for (const data of held ?? []) this.receive(data);
+  }
+
   private async dropped(code: number, reason: string, opened: boolean): Promise<void> {
+    this.releaseHeld(); // what came before the close, in order
     this.socket = undefined;
     this.stopHeartbeat();
     if (this.state === "closed") return;
