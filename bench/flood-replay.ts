@@ -2,10 +2,10 @@
 // through one session (one reading client), and the time to replay 8 MiB of history from Redis
 // (`from=<offset 8 MiB before the end>` until `live`). Medians of several runs.
 // Run: npx tsx bench/flood-replay.ts [--runs 3] [--mb 40]
-import { readFileSync, readdirSync } from "node:fs";
 import { secret, startEdge, startRunner } from "../scripts/stack.js";
 import { Api, TermClient, line, waitForRunners } from "../test/harness.js";
 import { startRedis } from "../test/redis-server.js";
+import { descendantsNamed, rssKiB } from "./proc.js";
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number) => {
@@ -16,32 +16,7 @@ const RUNS = option("runs", 3);
 const FLOOD_MB = option("mb", 40);
 const REPLAY_BYTES = 8 * 1024 * 1024;
 
-/** Resident set size in KiB of `pid`, or 0 when it is gone. */
-function rssKiB(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-/** workerd processes started under the wrangler process `root`. */
-function workerdPids(root: number): number[] {
-  const parent = new Map<number, number>();
-  const names = new Map<number, string>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-      names.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
-    } catch {
-      // gone
-    }
-  }
-  const under = (pid: number): boolean => pid === root || (parent.has(pid) && pid > 1 && under(parent.get(pid) ?? 1));
-  return [...names].filter(([pid, name]) => name === "workerd" && under(pid)).map(([pid]) => pid);
-}
+const workerdPids = (root: number) => descendantsNamed(root, "workerd");
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
