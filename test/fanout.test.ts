@@ -1,7 +1,7 @@
 // Several clients on one session: identical bytes, independent lifetimes, late joiners.
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, line } from "./harness.js";
+import { Api, TermClient, line, until } from "./harness.js";
 
 const url = inject("edgeUrl");
 const api = new Api(url, TENANTS.acme);
@@ -33,6 +33,15 @@ describe("fan-out", () => {
     a.send('for i in $(seq 1 3000); do echo "line $i é€😀"; done; echo fan-out-done\n');
     await a.waitForOutput(line("fan-out-done"));
     await b.waitForOutput(line("fan-out-done"));
+    // The prompt may come in a later frame than the last line: wait until both hold all of it.
+    await until(
+      async () => {
+        const { offset } = await api.get(s.id);
+        return offset === a.nextOffset && offset === b.nextOffset;
+      },
+      5000,
+      "both clients to hold every byte the edge has",
+    );
     expect(a.offsetErrors).toEqual([]);
     expect(b.offsetErrors).toEqual([]);
     const from = Math.max(liveA.offset, liveB.offset);

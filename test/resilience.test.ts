@@ -475,8 +475,15 @@ describe("resilience", () => {
     expect((await api.get(s.id)).status).toBe("running");
     await api.input(s.id, "echo still-$((2+3))\n");
     await client.waitForOutput(line("still-5"));
-    const end = client.nextOffset as number;
-    await until(async () => (await api.get(s.id)).offset === end, 5000, "the edge to hold every byte");
+    // The prompt may come in a later frame than the line: wait until the client holds all of it.
+    const end = await until(
+      async () => {
+        const { offset } = await api.get(s.id);
+        return offset === client.nextOffset ? offset : undefined;
+      },
+      5000,
+      "the client to hold every byte the edge has",
+    );
 
     // The live client got A and B whole and in order, with no gap.
     expect(client.offsetErrors).toEqual([]);
