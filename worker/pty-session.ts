@@ -417,7 +417,7 @@ export class PtySession extends DurableObject<Env> {
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
       if (frame.op === "readChunk") return this.reads.chunk(frame.readId, frame.offset, frame.data);
-      if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
+      if (frame.op === "output" && host) return this.onOutput(frame.offset, frame.data, message);
       log.warn("link.frame", { key: this.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;
     }
@@ -455,11 +455,11 @@ export class PtySession extends DurableObject<Env> {
   }
 
   /** Output from the host: store the new offset, acknowledge it, and fan the bytes out. */
-  private onOutput(link: WebSocket, offset: number, data: Uint8Array, frame: ArrayBuffer): void {
+  private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer): void {
     const end = offset + data.byteLength;
     if (end <= this.offset) {
-      // Sent again after a reconnect: already stored.
-      sendQuietly(link, JSON.stringify({ type: "ack", offset: this.offset } satisfies EdgeLinkMessage));
+      // Sent again after a reconnect: already stored (acknowledged once that write is durable).
+      this.ackWhenDurable();
       return;
     }
     let whole: ArrayBuffer | undefined = frame;
@@ -476,19 +476,23 @@ export class PtySession extends DurableObject<Env> {
     // need not wait for this write: it does not hold the output gate. The runner's ack does.
     void this.ctx.storage.put("offset", end, { allowUnconfirmed: true });
     this.fanOut(offset, data, whole);
-    this.ackWhenDurable(link);
+    this.ackWhenDurable();
   }
 
-  /** Acknowledges the stored offset to the runner once it is durable; one sync at a time. */
-  private ackWhenDurable(link: WebSocket): void {
+  /**
+   * Acknowledges the stored offset to the runner once it is durable; one sync at a time. The ack
+   * goes to the host link open when the sync ends, which may be a newer one than the frame's.
+   */
+  private ackWhenDurable(): void {
     if (this.syncing) return;
     this.syncing = true;
     const target = this.offset;
     this.ctx.storage.sync().then(
       () => {
         this.syncing = false;
-        sendQuietly(link, JSON.stringify({ type: "ack", offset: target } satisfies EdgeLinkMessage));
-        if (this.offset > target) this.ackWhenDurable(link);
+        const link = this.hostLink();
+        if (link) sendQuietly(link, JSON.stringify({ type: "ack", offset: target } satisfies EdgeLinkMessage));
+        if (this.offset > target) this.ackWhenDurable();
       },
       (error: unknown) => {
         this.syncing = false;
