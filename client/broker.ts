@@ -1,4 +1,5 @@
 // The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
+import { decode } from "hono/jwt";
 import type { Session, SessionStatus, SignalName } from "../shared/session.js";
 import { PtyBrokerError } from "./errors.js";
 import { Http } from "./http.js";
@@ -132,11 +133,9 @@ export class PtyBroker {
 
   /** The role of the token this broker holds (read from its claims, unverified), if any. */
   tokenRole(): "viewer" | "writer" | undefined {
-    const token = this.options.token;
-    if (!token) return undefined;
+    if (!this.options.token) return undefined;
     try {
-      const payload = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-      const role = (JSON.parse(atob(payload.padEnd(Math.ceil(payload.length / 4) * 4, "="))) as { role?: unknown }).role;
+      const { role } = decode(this.options.token).payload as { role?: unknown };
       return role === "viewer" || role === "writer" ? role : undefined;
     } catch {
       return undefined;

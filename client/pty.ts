@@ -145,13 +145,12 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   async sendInput(data: string | Uint8Array): Promise<void> {
     this.assertWritable();
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-    for (let at = 0; at < bytes.byteLength || at === 0; at += INPUT_PIECE_BYTES) {
+    for (let at = 0; at < bytes.byteLength; at += INPUT_PIECE_BYTES) {
       const piece = bytes.subarray(at, at + INPUT_PIECE_BYTES);
       if (this.isOpen()) this.socket?.send(encodeInput(piece));
       else {
         await this.transport.rest("POST", this.path("input"), { data: bytesToBase64(piece), encoding: "base64" });
       }
-      if (bytes.byteLength === 0) break;
     }
   }
 
