@@ -1,8 +1,7 @@
 // `npm run bench -- --knobs`: the runner's tuning knobs and what each setting does to throughput,
 // echo latency and CPU per MB of output, each setting on a fresh stack in the same run.
-import { readFileSync } from "node:fs";
 import { echoRoundTrips, throughput } from "./measures.js";
-import { descendantsNamed } from "./proc.js";
+import { cpuMs, descendantsNamed } from "./proc.js";
 import { startBenchStack } from "./stack.js";
 import { medianRange } from "./stats.js";
 import { stackSession } from "./terminals.js";
@@ -20,17 +19,6 @@ export const KNOB_SETTINGS: KnobSetting[] = [
   { knob: "FLOW_HIGH_WATER / LOW", value: "256 / 64 KiB", env: { FLOW_HIGH_WATER: "262144", FLOW_LOW_WATER: "65536" } },
   { knob: "FLOW_HIGH_WATER / LOW", value: "4 / 1 MiB", env: { FLOW_HIGH_WATER: "4194304", FLOW_LOW_WATER: "1048576" } },
 ];
-
-/** CPU time (user + system) of `pid` in milliseconds. */
-function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
 
 export async function measureKnobs(options: {
   runs: number;

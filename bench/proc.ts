@@ -1,5 +1,6 @@
 // What the benchmarks read about processes from /proc: resident memory and process trees.
 import { readFileSync, readdirSync } from "node:fs";
+import { statFields } from "../runner/proc.js";
 
 /** Resident set size of `pid` in KiB, or 0 when it is gone. */
 export function rssKiB(pid: number): number {
@@ -8,6 +9,12 @@ export function rssKiB(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** CPU time (user + system) of `pid` in milliseconds (at the kernel's 10 ms tick), 0 when gone. */
+export function cpuMs(pid: number): number {
+  const fields = statFields(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) * 10 : 0;
 }
 
 /** Processes named `name` in the tree under `root` (e.g. the workerd under a wrangler process). */
