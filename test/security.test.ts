@@ -217,8 +217,9 @@ describe("session tokens", () => {
     const keyInUrl = await fetch(`${url}/v1/sessions/${s.id}?token=${TENANTS.acme}`);
     expect(keyInUrl.status).toBe(401);
 
-    // Expiry: a one-second token works, then stops working.
-    const brief = await mint(s.id, "viewer", 1);
+    // Expiry: a short token works, then stops working. Expiry is in whole seconds from the
+    // second it was minted in, so a 1 s token may already be dead when used: 2 s leaves ≥ 1 s.
+    const brief = await mint(s.id, "viewer", 2);
     expect((await new Api(url, brief).request("GET", `/v1/sessions/${s.id}`)).status).toBe(200);
     await until(async () => (await new Api(url, brief).request("GET", `/v1/sessions/${s.id}`)).status === 401, 5000, "expiry");
 
