@@ -138,10 +138,10 @@ describe("Pty offsets", () => {
 
   it("ends on 4010 after exit, and on 4004 with NOT_FOUND, without reconnecting", async () => {
     const a = await attached();
-    a.sockets[0].json({ type: "exit", status: "exited", exitCode: 2, signal: null });
+    a.sockets[0].json({ type: "exit", status: "exited", exitCode: 2, signal: null, offset: 0 });
     a.sockets[0].close(4010);
     expect(a.pty.state).toBe("closed");
-    expect(await a.pty.wait()).toEqual({ status: "exited", exitCode: 2, signal: null });
+    expect(await a.pty.wait()).toEqual({ status: "exited", exitCode: 2, signal: null, offset: 0 });
 
     const b = await attached();
     const errors: string[] = [];
@@ -156,7 +156,7 @@ describe("Pty offsets", () => {
     const { pty, sockets } = await attached();
     sockets[0].output(0, "early ");
     sockets[0].output(6, "late");
-    sockets[0].json({ type: "exit", status: "exited", exitCode: 0, signal: null });
+    sockets[0].json({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: 0 });
     sockets[0].close(4010);
     const chunks: string[] = [];
     for await (const chunk of pty) chunks.push(new TextDecoder().decode(chunk));

@@ -208,7 +208,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     for (;;) {
       const session = await this.transport.rest<Session>("GET", `${this.path("wait")}?timeoutSec=60`);
       if (session.status === "exited" || session.status === "lost" || session.status === "failed") {
-        return { status: session.status, exitCode: session.exitCode, signal: session.signal };
+        return { status: session.status, exitCode: session.exitCode, signal: session.signal, offset: session.offset };
       }
     }
   }
@@ -352,7 +352,12 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         this.emit("resize", { cols: message.cols, rows: message.rows });
         break;
       case "exit": {
-        const info = { status: message.status, exitCode: message.exitCode, signal: message.signal };
+        const info = {
+          status: message.status,
+          exitCode: message.exitCode,
+          signal: message.signal,
+          offset: message.offset,
+        };
         if (this.session) this.session = { ...this.session, ...info };
         if (!this.exitInfo) {
           this.exitInfo = info;

@@ -1,10 +1,10 @@
 // Acknowledged delivery as pure logic: a fake log whose appends the test settles by hand and a
 // fake link. The real path (node-pty, Redis, the edge) is covered by the e2e suites.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { decodeFrame } from "../shared/protocol.js";
-import { Delivery, type DeliveryPort } from "./delivery.js";
+import { Delivery, type DeliveryOptions, type DeliveryPort } from "./delivery.js";
 
-function setup(options = { highWater: 100, lowWater: 40 }) {
+function setup(options: DeliveryOptions = { highWater: 100, lowWater: 40 }) {
   const appends: { offset: number; resolve: () => void; reject: (e: Error) => void }[] = [];
   const sent: (string | { offset: number; text: string })[] = [];
   const events: string[] = [];
@@ -64,14 +64,97 @@ describe("Delivery", () => {
     ]);
   });
 
-  it("still sends a chunk whose append failed, and says so", async () => {
+  it("never sends a chunk the log refused: it appends it again, in order, once the log answers", async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setup({ highWater: 100, lowWater: 40, retryMs: 100 });
+      t.delivery.resume(0);
+      t.delivery.push(0, bytes("x"));
+      t.delivery.push(1, bytes("yz"));
+      t.appends[0].reject(new Error("redis down"));
+      t.appends[1].resolve(); // a later append may land while an earlier one failed
+      await t.settle();
+      t.delivery.push(3, bytes("w")); // the log is down: not appended until the retry
+      await t.settle();
+      expect(t.sent).toEqual([]);
+      expect(t.events).toEqual(["append-failed"]);
+      expect(t.appends.map((a) => a.offset)).toEqual([0, 1]);
+      await vi.advanceTimersByTimeAsync(100);
+      // The retry starts at the first chunk the log lacks, one chunk at a time.
+      expect(t.appends.map((a) => a.offset)).toEqual([0, 1, 0]);
+      t.appends[2].reject(new Error("still down"));
+      await t.settle();
+      expect(t.events).toEqual(["append-failed", "append-failed"]);
+      await vi.advanceTimersByTimeAsync(200); // the wait doubles
+      expect(t.appends.map((a) => a.offset)).toEqual([0, 1, 0, 0]);
+      t.appends[3].resolve();
+      await t.settle();
+      // "yz" landed once already; the log's append is idempotent, and asked again in order.
+      expect(t.appends.map((a) => a.offset)).toEqual([0, 1, 0, 0, 1]);
+      t.appends[4].resolve();
+      await t.settle();
+      expect(t.appends.map((a) => a.offset)).toEqual([0, 1, 0, 0, 1, 3]);
+      t.appends[5].resolve();
+      await t.settle();
+      t.delivery.push(4, bytes("v")); // caught up: pipelined again
+      t.delivery.push(5, bytes("u"));
+      expect(t.appends.map((a) => a.offset)).toEqual([0, 1, 0, 0, 1, 3, 4, 5]);
+      t.appends[6].resolve();
+      t.appends[7].resolve();
+      await t.settle();
+      expect(t.sent).toEqual([
+        { offset: 0, text: "x" },
+        { offset: 1, text: "yz" },
+        { offset: 3, text: "w" },
+        { offset: 4, text: "v" },
+        { offset: 5, text: "u" },
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("counts unappended bytes for flow control: the PTY pauses while the log is away", async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setup({ highWater: 100, lowWater: 40, retryMs: 50 });
+      t.delivery.resume(0);
+      t.delivery.push(0, bytes("a".repeat(60)));
+      t.appends[0].reject(new Error("redis down"));
+      await t.settle();
+      t.delivery.push(60, bytes("b".repeat(60)));
+      expect(t.events).toEqual(["append-failed", "pause"]);
+      await vi.advanceTimersByTimeAsync(50);
+      t.appends[1].resolve(); // 0 again
+      await t.settle();
+      t.appends[2].resolve(); // then 60
+      await t.settle();
+      t.delivery.ack(120);
+      expect(t.events).toEqual(["append-failed", "pause", "resume"]);
+      expect(t.sent.map((s) => (typeof s === "string" ? s : s.offset))).toEqual([0, 60]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("sends nothing on a new link before its resume, so a dropped frame is never skipped", async () => {
     const t = setup();
     t.delivery.resume(0);
-    t.delivery.push(0, bytes("x"));
-    t.appends[0].reject(new Error("redis down"));
+    t.delivery.push(0, bytes("one"));
+    t.appends[0].resolve();
     await t.settle();
-    expect(t.sent).toEqual([{ offset: 0, text: "x" }]);
-    expect(t.events).toEqual(["append-failed"]);
+    // "one" went out on a link that then dropped without the edge receiving it.
+    t.delivery.linkDown();
+    t.delivery.push(3, bytes("two"));
+    t.appends[1].resolve();
+    await t.settle();
+    expect(t.sent).toEqual([{ offset: 0, text: "one" }]);
+    t.delivery.resume(0); // the new link's edge holds nothing
+    expect(t.sent).toEqual([
+      { offset: 0, text: "one" },
+      { offset: 0, text: "one" },
+      { offset: 3, text: "two" },
+    ]);
   });
 
   it("pauses above the high-water mark and resumes below the low-water mark", async () => {

@@ -1,11 +1,14 @@
 // Acknowledged delivery of one session's output to its Durable Object.
 //
 // Every coalesced chunk is appended to the output log first and sent on the link only once
-// the append has settled, so the edge never holds an offset the log lacks (unless the log
-// failed, which a later read reports as a gap). Chunks stay here until the edge acknowledges
-// them; after a reconnect the edge says what it has (`resume`) and the rest is sent again.
-// When more than `highWater` bytes are unacknowledged the PTY is paused, and it is resumed
-// below `lowWater`, so memory stays bounded however fast the process writes.
+// its append has succeeded, so whatever a client sees is in the log (DESIGN §2). An append
+// that fails is not skipped: the chunk waits, appends stop, and after a back-off the log is
+// tried again from the first chunk it lacks, in offset order, until it answers. Chunks stay
+// here until the edge acknowledges them; after every (re)opened link the edge says what it has
+// (`resume`) and nothing is sent before that, so a new link never starts past a hole.
+// When more than `highWater` bytes are unacknowledged (unappended ones included) the PTY is
+// paused, and it is resumed below `lowWater`, so memory stays bounded however fast the
+// process writes and however long the log is away.
 import { encodeOutput } from "../shared/protocol.js";
 
 export interface DeliveryPort {
@@ -15,6 +18,7 @@ export interface DeliveryPort {
   send(frame: string | Uint8Array): boolean;
   pause(): void;
   resume(): void;
+  /** The log refused or failed an append (called once per outage). */
   onAppendFailed(error: unknown): void;
   /** Called after a chunk's append succeeded (the log's extent grew to `end`). */
   onAppended?(end: number): void;
@@ -23,13 +27,15 @@ export interface DeliveryPort {
 export interface DeliveryOptions {
   highWater: number;
   lowWater: number;
+  /** First wait before the log is tried again after a failed append; doubles up to `retryMaxMs`. */
+  retryMs?: number;
+  retryMaxMs?: number;
 }
 
 interface Chunk {
   offset: number;
   bytes: Buffer;
-  settled: boolean;
-  whenSettled: Promise<void>;
+  appended: boolean;
 }
 
 export class Delivery {
@@ -37,43 +43,50 @@ export class Delivery {
   private queue: Chunk[] = [];
   /** Index in `queue` of the next chunk to send. */
   private nextToSend = 0;
+  /** Index in `queue` of the next chunk whose append has not been asked for. */
+  private nextToAppend = 0;
+  /** Appends asked for and not answered yet. */
+  private appending = 0;
+  /** An append failed: no new appends until the retry, which waits for those in flight. */
+  private logDown = false;
+  /** After an outage: appending again from the first missing chunk, one at a time. */
+  private recovering = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDue = false;
+  private retryDelay: number;
   private queuedBytes = 0;
   private linkReady = false;
   private paused = false;
   private final: string | undefined;
   private finalSent = false;
-  private waitingOn: Chunk | undefined;
+  private disposed = false;
 
   constructor(
     private readonly port: DeliveryPort,
     private readonly options: DeliveryOptions,
-  ) {}
+  ) {
+    this.retryDelay = options.retryMs ?? 200;
+  }
 
   /** Bytes emitted and not yet acknowledged by the edge. */
   get unacknowledged(): number {
     return this.queuedBytes;
   }
 
+  /** Whether the log has refused appends and is being retried. */
+  get logFailing(): boolean {
+    return this.logDown;
+  }
+
   /** A coalesced chunk: log it, then send it in order. */
   push(offset: number, bytes: Buffer): void {
-    const chunk: Chunk = { offset, bytes, settled: false, whenSettled: Promise.resolve() };
-    chunk.whenSettled = this.port.append(offset, bytes).then(
-      () => {
-        chunk.settled = true;
-        this.port.onAppended?.(offset + bytes.byteLength);
-      },
-      (error: unknown) => {
-        chunk.settled = true;
-        this.port.onAppendFailed(error);
-      },
-    );
-    this.queue.push(chunk);
+    this.queue.push({ offset, bytes, appended: false });
     this.queuedBytes += bytes.byteLength;
     if (!this.paused && this.queuedBytes > this.options.highWater) {
       this.paused = true;
       this.port.pause();
     }
-    this.pump();
+    this.appendMore();
   }
 
   /** A message to send after every chunk (the exit report); sent again after each resume. */
@@ -98,8 +111,90 @@ export class Delivery {
     this.pump();
   }
 
+  /** The link closed: nothing more is sent until the next link's `resume`. */
   linkDown(): void {
     this.linkReady = false;
+  }
+
+  /** Stops retrying the log (the session is gone). */
+  dispose(): void {
+    this.disposed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  /** Normal mode: every chunk not yet asked for is appended at once (pipelined, in order). */
+  private appendMore(): void {
+    if (this.logDown || this.recovering || this.disposed) return;
+    while (this.nextToAppend < this.queue.length) {
+      const chunk = this.queue[this.nextToAppend++];
+      if (chunk.appended) continue;
+      this.appending++;
+      this.port.append(chunk.offset, chunk.bytes).then(
+        () => this.appended(chunk),
+        (error: unknown) => this.appendFailed(error),
+      );
+    }
+  }
+
+  private appended(chunk: Chunk): void {
+    this.appending--;
+    chunk.appended = true;
+    this.port.onAppended?.(chunk.offset + chunk.bytes.byteLength);
+    this.pump();
+    this.retryWhenQuiet();
+  }
+
+  private appendFailed(error: unknown): void {
+    this.appending--;
+    if (!this.logDown && !this.disposed) {
+      this.logDown = true;
+      this.recovering = false;
+      this.port.onAppendFailed(error);
+      const delay = this.retryDelay;
+      this.retryDelay = Math.min(delay * 2, this.options.retryMaxMs ?? 2000);
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined;
+        this.retryDue = true;
+        this.retryWhenQuiet();
+      }, delay);
+    }
+    this.retryWhenQuiet();
+  }
+
+  /**
+   * Once the back-off is over and no append is in flight, the log gets everything from the
+   * first chunk it lacks again, one chunk at a time: a pipelined append after a failed one may
+   * have landed, so the log's append is idempotent and replaces what follows a missing chunk
+   * (output-log.ts), and only a one-at-a-time pass keeps that exact.
+   */
+  private retryWhenQuiet(): void {
+    if (!this.retryDue || this.appending > 0 || this.disposed) return;
+    this.retryDue = false;
+    this.logDown = false;
+    this.recovering = true;
+    const first = this.queue.findIndex((chunk) => !chunk.appended);
+    for (let i = Math.max(first, 0); first >= 0 && i < this.queue.length; i++) this.queue[i].appended = false;
+    this.nextToAppend = first < 0 ? this.queue.length : first;
+    this.recoverNext();
+  }
+
+  private recoverNext(): void {
+    if (!this.recovering || this.logDown || this.disposed) return;
+    if (this.nextToAppend >= this.queue.length) {
+      this.recovering = false;
+      this.retryDelay = this.options.retryMs ?? 200;
+      return;
+    }
+    const chunk = this.queue[this.nextToAppend++];
+    this.appending++;
+    this.port.append(chunk.offset, chunk.bytes).then(
+      () => {
+        this.appended(chunk);
+        this.recoverNext();
+      },
+      (error: unknown) => this.appendFailed(error),
+    );
   }
 
   private dropBelow(offset: number): void {
@@ -124,6 +219,7 @@ export class Delivery {
     if (drop > 0) {
       this.queue.splice(0, drop);
       this.nextToSend = Math.max(0, this.nextToSend - drop);
+      this.nextToAppend = Math.max(0, this.nextToAppend - drop);
     }
     if (this.paused && this.queuedBytes < this.options.lowWater) {
       this.paused = false;
@@ -131,20 +227,12 @@ export class Delivery {
     }
   }
 
+  /** Sends appended chunks in order; stops at the first one the log does not hold yet. */
   private pump(): void {
     if (!this.linkReady) return;
     while (this.nextToSend < this.queue.length) {
       const chunk = this.queue[this.nextToSend];
-      if (!chunk.settled) {
-        if (this.waitingOn !== chunk) {
-          this.waitingOn = chunk;
-          void chunk.whenSettled.then(() => {
-            if (this.waitingOn === chunk) this.waitingOn = undefined;
-            this.pump();
-          });
-        }
-        return;
-      }
+      if (!chunk.appended) return;
       if (!this.port.send(encodeOutput(chunk.offset, chunk.bytes))) {
         this.linkReady = false;
         return;

@@ -18,6 +18,8 @@ export interface EdgeLinkOptions {
 
 export interface EdgeLinkHandlers {
   onOpen(): void;
+  /** An open link closed (it may be redialled): nothing sent now reaches the edge. */
+  onDown?(): void;
   /** Text frames other than the heartbeat's pong, and binary frames. */
   onMessage(data: Buffer, isBinary: boolean): void;
   /** The edge refused the link or closed it for good: the session is over or unknown there. */
@@ -77,6 +79,7 @@ export class EdgeLink {
     this.socket = socket;
     socket.binaryType = "nodebuffer";
     let refused: string | undefined;
+    let opened = false;
     socket.on("unexpected-response", (_req, res) => {
       const status = res.statusCode ?? 0;
       if (FINAL_STATUS.has(status)) refused = `the edge answered ${status}`;
@@ -85,6 +88,7 @@ export class EdgeLink {
       socket.terminate();
     });
     socket.on("open", () => {
+      opened = true;
       this.attempt = 0;
       this.lastPong = Date.now();
       this.startHeartbeat(socket);
@@ -101,6 +105,7 @@ export class EdgeLink {
     socket.on("close", (code) => {
       if (this.socket !== socket) return;
       this.clearTimers();
+      if (opened) this.handlers.onDown?.();
       if (this.stopped) return;
       if (refused || FINAL_CLOSE.has(code)) {
         this.stopped = true;

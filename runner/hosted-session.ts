@@ -60,6 +60,7 @@ export class HostedSession {
       },
       {
         onOpen: () => log.info("link.open", { key: this.key }),
+        onDown: () => this.delivery.linkDown(),
         onMessage: (data, isBinary) => this.onLinkMessage(data, isBinary),
         onGone: (reason) => this.onEdgeGone(reason),
       },
@@ -224,6 +225,7 @@ export class HostedSession {
     if (this.killTimer) clearTimeout(this.killTimer);
     if (this.exitTimer) clearTimeout(this.exitTimer);
     this.coalescer?.dispose();
+    this.delivery.dispose();
     this.link.stop(1000, "session ended");
     this.release();
   }

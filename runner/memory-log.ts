@@ -31,7 +31,15 @@ export class MemoryLog implements OutputLog {
     if (data.byteLength === 0) return;
     let session = this.sessions.get(key);
     if (session && offset < session.end) {
-      throw new Error(`append at ${offset} is before the end of the log (${session.end})`);
+      // A retry (output-log.ts): the same chunk again, or a chunk the log skipped.
+      const at = session.chunks.findIndex((chunk, i) => i >= (session as Session).first && chunk.offset === offset);
+      if (at >= 0 && session.chunks[at].data.byteLength === data.byteLength) return;
+      const cut = session.chunks.findIndex((chunk, i) => i >= (session as Session).first && chunk.offset >= offset);
+      if (cut < 0 || offset < session.chunks[session.first]?.offset) {
+        throw new Error(`append at ${offset} is before the end of the log (${session.end})`);
+      }
+      session.chunks.length = cut;
+      session.end = offset;
     }
     const deadline = Date.now() + this.options.idleTtlSec * 1000;
     if (!session) {

@@ -197,6 +197,26 @@ describe.each(implementations)("$name", (impl) => {
     expect(flatten(await log.read(k2, 0, 3), 0).bytes.toString()).toBe("two");
   });
 
+  it("takes a retried append again: the same chunk changes nothing, a skipped one replaces what followed", async () => {
+    const log = await open();
+    const key = newKey();
+    await log.append(key, 0, Buffer.from("aaa"));
+    await log.append(key, 3, Buffer.from("bb"));
+    // Its reply was lost: the same chunk again.
+    await log.append(key, 3, Buffer.from("bb"));
+    await log.append(key, 5, Buffer.from("c"));
+    expect(flatten(await log.read(key, 0, 6), 0).bytes.toString()).toBe("aaabbc");
+    // The chunk at 3 failed while the one after it landed ("BB" never stored, "C" stored at 5):
+    // the retry of 3 drops 5 on, and the rest is appended again after it.
+    await log.append(key, 3, Buffer.from("BBB"));
+    expect(flatten(await log.read(key, 0, 6), 0)).toMatchObject({ gaps: [] });
+    expect(flatten(await log.read(key, 0, 6), 0).bytes.toString()).toBe("aaaBBB");
+    await log.append(key, 6, Buffer.from("d"));
+    const all = flatten(await log.read(key, 0, 7), 0);
+    expect(all.gaps).toEqual([]);
+    expect(all.bytes.toString()).toBe("aaaBBBd");
+  });
+
   it("trims to retainBytes, leaving a leading gap", async () => {
     const retainBytes = 16 * 1024;
     const maxChunk = 600;

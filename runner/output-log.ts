@@ -15,8 +15,13 @@ export interface OutputLog {
    * Stores `data` as the bytes at `offset`. Calls for one key come in offset order, each
    * starting where the previous ended, without waiting for the previous one (pipelined);
    * they resolve in call order. Rejects when the log cannot store the chunk (e.g. Redis is
-   * down); the caller carries on and the range becomes a gap. Trims the session's log to at
-   * most `retainBytes` (a chunk at the boundary may go with the trimmed part).
+   * down); the caller keeps the chunk and appends it again later (runner/delivery.ts).
+   * Idempotent for that retry: a chunk the log already holds at `offset` (same length)
+   * resolves without change; an append at an offset the log has passed without holding it
+   * (a later pipelined append landed while this one failed) drops everything from `offset`
+   * on first, and the caller then appends the rest again, one chunk at a time.
+   * Trims the session's log to at most `retainBytes` (a chunk at the boundary may go with
+   * the trimmed part).
    */
   append(key: string, offset: number, data: Buffer): Promise<void>;
 

@@ -108,7 +108,31 @@ export class RedisLog implements OutputLog {
     // The command is encoded (copied) right away, so the caller may reuse `data`.
     const added = this.redis.xadd(stream, `${offset}-1`, "d", data);
     if (this.redis.status === "ready") this.maintain(key, stream, offset + data.byteLength);
-    return added.then(() => undefined);
+    return added.then(
+      () => undefined,
+      (error: unknown) => {
+        if (!(error instanceof Error) || !/equal or smaller/i.test(error.message)) throw error;
+        return this.appendAgain(stream, offset, data);
+      },
+    );
+  }
+
+  /**
+   * An append at an offset the stream has passed: a retry of a chunk that landed after all
+   * (its reply was lost), or of one that failed while a later pipelined one landed. The first
+   * resolves as it is; for the second, the entries from `offset` on go and the chunk is added
+   * (the caller appends the rest again, one at a time: output-log.ts).
+   */
+  private async appendAgain(stream: string, offset: number, data: Buffer): Promise<void> {
+    const id = `${offset}-1`;
+    const [held] = await this.redis.xrangeBuffer(stream, id, id);
+    if (held && entryData(held).byteLength === data.byteLength) return;
+    const later = await this.redis.xrangeBuffer(stream, id, "+");
+    if (later.length > 0) await this.redis.xdel(stream, ...later.map(([entryId]) => entryId.toString("latin1")));
+    // XDEL leaves the stream's last ID where it was; XADD needs it below this chunk's.
+    await this.redis.xsetid(stream, `${offset}-0`);
+    log.warn("log.append", { stream, offset, outcome: "replaced", dropped: later.length });
+    await this.redis.xadd(stream, id, "d", data);
   }
 
   /** Trims and refreshes the TTL now and then; failures are retried by later appends. */

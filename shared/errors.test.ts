@@ -112,7 +112,7 @@ describe("fail / isFailure / unwrap", () => {
 });
 
 describe("CloseCode", () => {
-  it("matches DESIGN §5", () => {
+  it("matches DESIGN §5 (and the runner link's resync)", () => {
     expect(CloseCode).toEqual({
       GoingAway: 1001,
       Unauthorized: 4001,
@@ -120,6 +120,7 @@ describe("CloseCode", () => {
       NotFound: 4004,
       SlowConsumer: 4008,
       SessionEnded: 4010,
+      Resync: 4409,
     });
   });
 });

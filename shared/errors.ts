@@ -73,4 +73,6 @@ export const CloseCode = {
   NotFound: 4004,
   SlowConsumer: 4008,
   SessionEnded: 4010,
+  /** edge → runner link: output skipped ahead of what the edge holds; redial and resume */
+  Resync: 4409,
 } as const;

@@ -117,6 +117,8 @@ export type ExitInfo = {
   status: "exited" | "lost" | "failed";
   exitCode: number | null;
   signal: string | null;
+  /** The session's final output offset: every byte below it was sent before `exit`. */
+  offset: number;
 };
 
 /** server → client */

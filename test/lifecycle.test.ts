@@ -60,7 +60,8 @@ describe("a bash session end to end", () => {
     expect(waited.body).toMatchObject({ status: "exited", exitCode: 0, signal: null });
 
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit message");
-    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null });
+    // `exit` says where output ends, and comes after every byte below that.
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: client.nextOffset });
     expect(await client.waitForClose()).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     // Every byte the client saw is counted in the session's offset.

@@ -50,6 +50,8 @@ interface Stack {
   redis: RedisServer;
   runner: ManagedProcess;
   proxy: TcpProxy | undefined;
+  /** Between the runner and Redis, when asked for. */
+  redisProxy: TcpProxy | undefined;
   persistTo: string;
   vars: Record<string, string> | undefined;
 }
@@ -86,7 +88,10 @@ async function waitForRunner(edge: Edge, runnerId: string): Promise<void> {
 }
 
 /** An edge with its own Durable Object storage, a Redis, and one runner (through a proxy if asked). */
-async function startStack(name: string, options: { vars?: Record<string, string>; viaProxy?: boolean } = {}) {
+async function startStack(
+  name: string,
+  options: { vars?: Record<string, string>; viaProxy?: boolean; redisViaProxy?: boolean } = {},
+) {
   const persistTo = mkdtempSync(join(tmpdir(), "ptybroker-resilience-"));
   folders.push(persistTo);
   const [edge, redis] = await Promise.all([
@@ -98,10 +103,22 @@ async function startStack(name: string, options: { vars?: Record<string, string>
   ]);
   const proxy = options.viaProxy ? await startProxy(edge.port) : undefined;
   if (proxy) proxies.add(proxy);
+  const redisProxy = options.redisViaProxy ? await startProxy(Number(new URL(redis.url).port)) : undefined;
+  if (redisProxy) proxies.add(redisProxy);
   const runnerId = `${name}-runner`;
-  const runner = launchRunner(proxy?.url ?? edge.url, redis.url, runnerId);
+  const redisUrl = redisProxy ? `redis://127.0.0.1:${redisProxy.port}` : redis.url;
+  const runner = launchRunner(proxy?.url ?? edge.url, redisUrl, runnerId);
   await waitForRunner(edge, runnerId);
-  const stack: Stack = { edge, api: new Api(edge.url, KEY), redis, runner, proxy, persistTo, vars: options.vars };
+  const stack: Stack = {
+    edge,
+    api: new Api(edge.url, KEY),
+    redis,
+    runner,
+    proxy,
+    redisProxy,
+    persistTo,
+    vars: options.vars,
+  };
   return stack;
 }
 
@@ -130,6 +147,10 @@ async function pinged(client: TermClient): Promise<void> {
   client.control({ type: "ping" });
   await client.waitForMessage((m) => m.type === "pong", "pong", 5000);
 }
+
+/** `seq 1 400000` in 400 steps 20 ms apart (~3 MB over ~10 s): output before, during and after a fault. */
+const PACED_SEQ =
+  "sleep 0.3; i=0; while [ $i -lt 400 ]; do seq $((i*1000+1)) $((i*1000+1000)); i=$((i+1)); sleep 0.02; done; echo seq-done";
 
 function count(text: string, needle: string): number {
   return text.split(needle).length - 1;
@@ -254,7 +275,7 @@ describe("resilience", () => {
     }
 
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 40_000);
-    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null });
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: expected.byteLength });
     expect(await client.waitForClose(15_000)).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
@@ -303,7 +324,7 @@ describe("resilience", () => {
 
     await client.done;
     const doneMs = Date.now() - t0;
-    expect(client.exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null });
+    expect(client.exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: expected.byteLength });
     expect(client.finalClose).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.gaps).toEqual([]);
@@ -377,7 +398,7 @@ describe("resilience", () => {
     const lostAfterMs = Date.now() - killedAt;
     expect(lost).toMatchObject({ status: "lost", offset: seen.byteLength });
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 15_000);
-    expect(exit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null });
+    expect(exit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null, offset: seen.byteLength });
     expect(await client.waitForClose(15_000)).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.output.equals(seen)).toBe(true);
@@ -402,7 +423,7 @@ describe("resilience", () => {
     await replay.opened;
     replay.control({ type: "ping" });
     const replayExit = await replay.waitForMessage((m) => m.type === "exit", "replay exit", 15_000);
-    expect(replayExit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null });
+    expect(replayExit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null, offset: seen.byteLength });
     expect(await replay.waitForClose(15_000)).toBe(4010);
     expect(replay.offsetErrors).toEqual([]);
     expect(replay.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
@@ -410,6 +431,78 @@ describe("resilience", () => {
 
     console.info("runner killed", JSON.stringify({ lostAfterMs, lingering }));
     expect(lingering, `processes of session ${sid} still alive after the runner died`).toEqual([]);
+  });
+
+  it("skips no byte when links die with their last frames unsent: each new link resumes first", async () => {
+    const stack = await startStack("swallow", { viaProxy: true });
+    dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
+    const { api, edge } = stack;
+    const proxy = stack.proxy as TcpProxy;
+    const expected = Buffer.concat([seqOutput(1, 400000), Buffer.from("seq-done\r\n")]);
+    const s = await api.create({ command: "/bin/sh", args: ["-c", PACED_SEQ] });
+    const client = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
+    await client.opened;
+
+    // Four times: the link's frames stop reaching the edge (the runner believes them sent),
+    // then the link dies; the next link must start where the edge is, not where the runner was.
+    const outages: { swallowed: number; edgeAt: number }[] = [];
+    for (const threshold of [100_000, 600_000, 1_100_000, 1_600_000]) {
+      const at = Math.max(threshold, (outages.at(-1)?.edgeAt ?? 0) + 1);
+      await client.waitFor(() => (client.nextOffset ?? 0) >= at, `${at} bytes`, 20_000);
+      const before = proxy.swallowed();
+      proxy.swallow(true);
+      await until(() => proxy.swallowed() - before >= 32 * 1024, 10_000, "output frames to be lost");
+      const edgeAt = (await api.get(s.id)).offset;
+      proxy.cutAll();
+      proxy.swallow(false);
+      outages.push({ swallowed: proxy.swallowed() - before, edgeAt });
+    }
+
+    const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 40_000);
+    expect(exit).toMatchObject({ type: "exit", status: "exited", exitCode: 0, offset: expected.byteLength });
+    expect(client.offsetErrors).toEqual([]);
+    expect(client.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
+    expect(client.output.equals(expected)).toBe(true);
+    const rest = await fetchOutput(api, s.id, 0);
+    expect(rest.bytes.equals(expected)).toBe(true);
+    // The edge saw no hole to accept (it would close the link, and log it, if one came).
+    expect(stack.edge.output()).not.toContain("offset_gap");
+    console.info("swallowed outages", JSON.stringify(outages));
+  });
+
+  it("keeps in the log every byte a client saw across a 7 s Redis outage, with no gap", async () => {
+    const stack = await startStack("outage", { redisViaProxy: true });
+    dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
+    const { api, edge } = stack;
+    const redisProxy = stack.redisProxy as TcpProxy;
+    const expected = Buffer.concat([seqOutput(1, 400000), Buffer.from("seq-done\r\n")]);
+    const s = await api.create({ command: "/bin/sh", args: ["-c", PACED_SEQ] });
+    const client = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
+    await client.opened;
+    await client.waitFor(() => (client.nextOffset ?? 0) >= 100_000, "output before the outage", 20_000);
+
+    // Redis goes away: connections reset, new ones refused, for 7 s.
+    redisProxy.refuse(true);
+    const outageStart = Date.now();
+    await until(() => stack.runner.output().includes('"outcome":"failed"'), 10_000, "an append to fail");
+    const atOutage = client.nextOffset ?? 0;
+    await new Promise((r) => setTimeout(r, 7000 - (Date.now() - outageStart))); // the outage itself
+    const duringOutage = (client.nextOffset ?? 0) - atOutage;
+    redisProxy.refuse(false);
+
+    const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 40_000);
+    expect(exit).toMatchObject({ type: "exit", status: "exited", exitCode: 0, offset: expected.byteLength });
+    expect(client.offsetErrors).toEqual([]);
+    expect(client.output.equals(expected)).toBe(true);
+    // Everything the live client saw is in the log, byte for byte, with no gap.
+    const replay = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
+    await replay.waitForMessage((m) => m.type === "exit", "the replay's exit", 20_000);
+    expect(replay.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
+    expect(replay.output.equals(client.output)).toBe(true);
+    const rest = await fetchOutput(api, s.id, 0);
+    expect(rest.from).toBe(0);
+    expect(rest.bytes.equals(client.output)).toBe(true);
+    console.info("redis outage", JSON.stringify({ atOutage, duringOutage, total: expected.byteLength }));
   });
 
   it("keeps a session running across a Redis restart and reports what the log lost as a gap", async () => {
@@ -512,7 +605,7 @@ describe("resilience", () => {
     replay.socket.terminate();
     await api.input(s.id, "exit 0\n");
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 10_000);
-    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null });
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: client.nextOffset });
     const { retainedFrom } = await api.get(s.id);
     console.info(
       "redis restart",

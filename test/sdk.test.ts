@@ -85,7 +85,8 @@ describe("SDK", () => {
     await out.waitFor(line("50 200"));
 
     await pty.sendInput("exit 3\n");
-    expect(await pty.wait()).toEqual({ status: "exited", exitCode: 3, signal: null });
+    // wait() says where output ends: the SDK has every byte below it.
+    expect(await pty.wait()).toEqual({ status: "exited", exitCode: 3, signal: null, offset: pty.offset });
     await until(() => pty.state === "closed", 10_000, "closed after exit");
     // Every byte arrived once, in order: the pieces line up and add up to the session's offset.
     const session = await broker.get(pty.id);
@@ -122,7 +123,7 @@ describe("SDK", () => {
     const all = Buffer.concat(seen).toString("utf8");
     expect(all).toMatch(line("42-iter"));
     expect(all).not.toMatch(line("after-sleep"));
-    expect(await watching.wait()).toEqual({ status: "exited", exitCode: null, signal: "SIGHUP" });
+    expect(await watching.wait()).toEqual({ status: "exited", exitCode: null, signal: "SIGHUP", offset: watching.offset });
   });
 
   it("typed errors carry the API's code", async () => {

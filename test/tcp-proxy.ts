@@ -1,6 +1,7 @@
 // A TCP proxy for tests: forwards 127.0.0.1:<port> to 127.0.0.1:<targetPort>, byte for byte,
 // and can cut every open connection at once (both sides reset), as a network failure would.
 import { type Server, type Socket, connect, createServer } from "node:net";
+import { Transform } from "node:stream";
 
 export interface TcpProxy {
   port: number;
@@ -14,6 +15,18 @@ export interface TcpProxy {
    * stalled connections are reset, as they would time out; new connections work again.
    */
   blackhole(on: boolean): void;
+  /**
+   * Refuses the target: open connections are reset, and new ones are reset as they arrive,
+   * until `refuse(false)`, like a server that is down and a host that answers with RST.
+   */
+  refuse(on: boolean): void;
+  /**
+   * Discards what clients send towards the target (the target never gets it) until
+   * `swallow(false)`: frames "sent" in that time are lost, as in a link that dies with them.
+   */
+  swallow(on: boolean): void;
+  /** Bytes discarded by `swallow` so far. */
+  swallowed(): number;
   /** Connections open now (client and upstream pairs). */
   connections(): number;
   /** Cuts every connection and stops listening. */
@@ -23,6 +36,7 @@ export interface TcpProxy {
 interface Pair {
   client: Socket;
   upstream: Socket;
+  gate: Transform;
 }
 
 /** Resets a socket (RST) when it is connected, otherwise just destroys it. */
@@ -44,7 +58,15 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
   /** Connections held during a blackhole, and forwarding pairs stalled by it. */
   const held = new Set<Socket>();
   let dark = false;
+  let refusing = false;
+  let swallowing = false;
+  let swallowedBytes = 0;
   const server: Server = createServer((client) => {
+    if (refusing) {
+      client.on("error", () => undefined);
+      cut(client);
+      return;
+    }
     if (dark) {
       held.add(client);
       client.on("error", () => undefined);
@@ -52,7 +74,13 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
       return;
     }
     const upstream = connect({ host: "127.0.0.1", port: targetPort });
-    const pair: Pair = { client, upstream };
+    const gate = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        if (swallowing) swallowedBytes += chunk.byteLength;
+        done(null, swallowing ? undefined : chunk);
+      },
+    });
+    const pair: Pair = { client, upstream, gate };
     pairs.add(pair);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
@@ -68,7 +96,7 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
     upstream.on("error", () => cut(client));
     client.on("close", closed(upstream));
     upstream.on("close", closed(client));
-    client.pipe(upstream);
+    client.pipe(gate).pipe(upstream);
     upstream.pipe(client);
   });
 
@@ -83,8 +111,9 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
   const blackhole = (on: boolean) => {
     dark = on;
     if (on) {
-      for (const { client, upstream } of pairs) {
-        client.unpipe(upstream);
+      for (const { client, upstream, gate } of pairs) {
+        client.unpipe(gate);
+        gate.unpipe(upstream);
         upstream.unpipe(client);
         client.pause();
         upstream.pause();
@@ -108,10 +137,19 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
         url: `http://127.0.0.1:${port}`,
         cutAll,
         blackhole,
+        refuse: (on: boolean) => {
+          refusing = on;
+          if (on) cutAll();
+        },
+        swallow: (on: boolean) => {
+          swallowing = on;
+        },
+        swallowed: () => swallowedBytes,
         connections: () => pairs.size,
         close: () =>
           new Promise<void>((done) => {
             blackhole(false);
+            refusing = false;
             cutAll();
             server.close(() => done());
           }),

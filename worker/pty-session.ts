@@ -62,6 +62,14 @@ export interface OutputRange {
 
 type StartOutcome = "started" | "failed" | "timeout";
 
+/** Where a subscriber's replay stands: announced yet, and a gap not yet told. */
+interface Replay {
+  /** The client asked for everything retained: a leading gap is not reported. */
+  quiet: boolean;
+  announced: boolean;
+  gap: { from: number; to: number } | undefined;
+}
+
 const Tag = {
   Link: "link",
   Reader: "reader",
@@ -412,12 +420,16 @@ export class PtySession extends DurableObject<Env> {
   }
 
   private async onLinkMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const host = this.ctx.getTags(ws).includes(Tag.Link);
+    // Only the current host link speaks for the process: a replaced link's late frames are ignored.
+    const host = this.ctx.getTags(ws).includes(Tag.Link) && ws === this.hostLink();
+    if (this.ctx.getTags(ws).includes(Tag.Link) && !host) {
+      return log.warn("link.message", { key: this.keyForLog(), outcome: "stale_link" });
+    }
     if (host) this.lastLinkActivity = Date.now();
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
       if (frame.op === "readChunk") return this.reads.chunk(frame.readId, frame.offset, frame.data);
-      if (frame.op === "output" && host) return this.onOutput(frame.offset, frame.data, message);
+      if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
       log.warn("link.frame", { key: this.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;
     }
@@ -455,21 +467,25 @@ export class PtySession extends DurableObject<Env> {
   }
 
   /** Output from the host: store the new offset, acknowledge it, and fan the bytes out. */
-  private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer): void {
+  private onOutput(link: WebSocket, offset: number, data: Uint8Array, frame: ArrayBuffer): void {
     const end = offset + data.byteLength;
     if (end <= this.offset) {
       // Sent again after a reconnect: already stored (acknowledged once that write is durable).
       this.ackWhenDurable();
       return;
     }
+    if (offset > this.offset) {
+      // A hole: bytes before `offset` never arrived. Never accept it; a new link resumes from
+      // the stored offset, and the runner sends again everything from there.
+      log.warn("link.frame", { key: this.keyForLog(), outcome: "offset_gap", expected: this.offset, got: offset });
+      closeQuietly(link, CloseCode.Resync, "output skipped ahead: reconnect and resume");
+      return;
+    }
     let whole: ArrayBuffer | undefined = frame;
-    if (offset !== this.offset) {
-      log.warn("link.frame", { key: this.keyForLog(), outcome: "offset_mismatch", expected: this.offset, got: offset });
-      if (offset < this.offset) {
-        data = data.subarray(this.offset - offset);
-        offset = this.offset;
-        whole = undefined;
-      }
+    if (offset < this.offset) {
+      data = data.subarray(this.offset - offset);
+      offset = this.offset;
+      whole = undefined;
     }
     this.offset = end;
     // The bytes are in the output log already (the runner appends before it sends), so clients
@@ -521,17 +537,30 @@ export class PtySession extends DurableObject<Env> {
   private startReplay(sub: Subscriber, from: StartFrom): void {
     const end = this.offset;
     sub.cursor = from === "live" ? end : from === "retained" ? this.retainedFrom : Math.min(from, end);
-    if (sub.cursor >= end) return this.goLive(sub);
-    this.continueReplay(sub, { quiet: from === "retained", announced: false });
+    const replay: Replay = { quiet: from === "retained", announced: false, gap: undefined };
+    // History known to be trimmed is skipped without reading it: one `gap` says so.
+    if (sub.cursor < this.retainedFrom) {
+      replay.gap = { from: sub.cursor, to: this.retainedFrom };
+      sub.cursor = this.retainedFrom;
+    }
+    if (sub.cursor >= end) {
+      this.flushGap(sub, replay);
+      return this.goLive(sub);
+    }
+    this.continueReplay(sub, replay);
   }
 
   /**
    * Reads the next piece up to the current offset; once caught up, the subscriber goes live.
-   * `replay` is announced before the first replayed byte, after any gap in front of it.
+   * `replay` is announced before the first replayed byte, after any gap in front of it;
+   * adjacent gaps (one per piece read) reach the client as one.
    */
-  private continueReplay(sub: Subscriber, replay: { quiet: boolean; announced: boolean }): void {
+  private continueReplay(sub: Subscriber, replay: Replay): void {
     if (sub.closed) return;
-    if (sub.cursor >= this.offset) return this.goLive(sub);
+    if (sub.cursor >= this.offset) {
+      this.flushGap(sub, replay);
+      return this.goLive(sub);
+    }
     const maxLag = limits(this.env).maxClientLagBytes;
     const to = Math.min(this.offset, sub.cursor + READ_PIECE_BYTES);
     this.reads.read(sub.cursor, to, {
@@ -541,6 +570,7 @@ export class PtySession extends DurableObject<Env> {
           data = data.subarray(sub.cursor - offset);
           offset = sub.cursor;
         }
+        this.flushGap(sub, replay);
         if (!replay.announced) {
           replay.announced = true;
           sub.control({ type: "replay", from: offset, to: this.offset });
@@ -553,8 +583,11 @@ export class PtySession extends DurableObject<Env> {
       onGap: (gapFrom, gapTo) => {
         if (sub.closed) return;
         if (!replay.announced) this.noteLeadingGap(gapFrom, gapTo);
-        // With no `from` the client asked for whatever is retained: a leading gap is no news.
-        if (!(replay.quiet && !replay.announced)) sub.control({ type: "gap", from: gapFrom, to: gapTo });
+        if (replay.gap && replay.gap.to === gapFrom) replay.gap.to = gapTo;
+        else {
+          this.flushGap(sub, replay);
+          replay.gap = { from: gapFrom, to: gapTo };
+        }
         sub.cursor = Math.max(sub.cursor, gapTo);
       },
       onEnd: (_to, error) => {
@@ -564,6 +597,16 @@ export class PtySession extends DurableObject<Env> {
         sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
       },
     });
+  }
+
+  /** Tells the subscriber about the gap the replay has skipped so far, if any. */
+  private flushGap(sub: Subscriber, replay: Replay): void {
+    const gap = replay.gap;
+    if (!gap) return;
+    replay.gap = undefined;
+    // With no `from` the client asked for whatever is retained: a leading gap is no news.
+    if (replay.quiet && !replay.announced) return;
+    sub.control({ type: "gap", from: gap.from, to: gap.to });
   }
 
   /** A read found nothing in [from, to): if that reaches back to the log's start, the start moved. */
@@ -675,7 +718,7 @@ export class PtySession extends DurableObject<Env> {
       sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true);
       this.sockets.set(ws, sub);
       log.warn("client.restored", { key: this.keyForLog(), live, cursor, offset: this.offset });
-      if (!live) this.continueReplay(sub, { quiet: false, announced: true });
+      if (!live) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });
     }
     return sub;
   }
@@ -776,6 +819,8 @@ export class PtySession extends DurableObject<Env> {
       status: status === "lost" || status === "failed" ? status : "exited",
       exitCode: record?.exitCode ?? null,
       signal: record?.signal ?? null,
+      // Where output ends: every byte below it went out on this connection before this message.
+      offset: this.offset,
     };
   }
 

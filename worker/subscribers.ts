@@ -149,8 +149,8 @@ export class StreamSubscriber implements Subscriber {
     if (message.type === "gap") {
       this.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
     } else if (message.type === "exit") {
-      const { status, exitCode, signal } = message;
-      this.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal })}\n\n`);
+      const { status, exitCode, signal, offset } = message;
+      this.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, offset })}\n\n`);
     } else if (message.type === "error") {
       this.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
     }
