@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { type AttachResult, attach } from "./attach.js";
 import { PtyBroker } from "./broker.js";
 import { PtyBrokerError } from "./errors.js";
+import { mintRunnerCredential, runnerClaimsProblem } from "../shared/runner-credential.js";
 import type { Session, SessionStatus } from "../shared/session.js";
 
 const USAGE = `ptybroker: persistent remote terminals
@@ -18,6 +19,9 @@ Usage:
                                    the output log to stdout; --follow waits for more
   ptybroker share <id> [--writer] [--ttl SECONDS]
                                    a link to the web page with a scoped token (viewer by default)
+  ptybroker runner-credential --id RUNNER_ID [--tenants a,b]
+                                   a runner's own credential, signed with RUNNER_SECRET (from the
+                                   environment); the runner uses it as its RUNNER_TOKEN
 
 While attached: Ctrl+] detaches and leaves the session running. The CLI reconnects by itself
 when the network drops and resumes exactly where it was; it exits with the session's exit code.
@@ -199,6 +203,20 @@ async function share(args: string[]): Promise<number> {
   return 0;
 }
 
+async function runnerCredential(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { id: { type: "string" }, tenants: { type: "string" } } });
+  const secret = process.env.RUNNER_SECRET;
+  if (!secret) throw new UsageError("set RUNNER_SECRET: the edge's secret that signs runner credentials");
+  if (!values.id) throw new UsageError("--id is required: the runner's id");
+  const tenants = values.tenants === undefined ? null : values.tenants.split(",").map((t) => t.trim());
+  const claims = { runnerId: values.id, tenants };
+  const problem = runnerClaimsProblem(claims);
+  if (problem) throw new UsageError(problem);
+  process.stdout.write(`${await mintRunnerCredential(secret, claims)}\n`);
+  process.stderr.write(`runner ${values.id}, ${tenants ? `tenants ${tenants.join(", ")}` : "any tenant"}\n`);
+  return 0;
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   run,
   attach: attachCommand,
@@ -206,6 +224,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   kill,
   logs,
   share,
+  "runner-credential": runnerCredential,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { decode } from "hono/jwt";
 import { z } from "zod";
 
 const Env = z.object({
@@ -79,7 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
   return {
     brokerUrl: e.BROKER_URL.replace(/\/+$/, ""),
     runnerToken: e.RUNNER_TOKEN,
-    runnerId: e.RUNNER_ID ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+    runnerId: e.RUNNER_ID ?? credentialRunnerId(e.RUNNER_TOKEN) ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
     capacity: e.RUNNER_CAPACITY,
     workspace: e.RUNNER_WORKSPACE,
     coalesceMs: e.COALESCE_MS,
@@ -96,4 +97,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     flowHighWater: e.FLOW_HIGH_WATER,
     flowLowWater: Math.min(e.FLOW_LOW_WATER, Math.floor(e.FLOW_HIGH_WATER / 2)),
   };
+}
+
+/** The runner id a per-runner credential names (the edge goes by it, not by RUNNER_ID), if it is one. */
+function credentialRunnerId(token: string): string | undefined {
+  try {
+    const { payload } = decode(token);
+    return payload.aud === "ptybroker-runner" && typeof payload.rid === "string" ? payload.rid : undefined;
+  } catch {
+    return undefined; // the shared RUNNER_TOKEN, not a JWT
+  }
 }

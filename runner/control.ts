@@ -2,10 +2,12 @@
 // serve and purge orders, and redials with backoff whenever the edge goes away (a deploy, a restart).
 import WebSocket from "ws";
 import { log } from "../shared/log.js";
-import { PoolMessage, type RunnerControlMessage, parseMessage } from "../shared/protocol.js";
+import { PING_TEXT, PONG_TEXT, PoolMessage, type RunnerControlMessage, parseMessage } from "../shared/protocol.js";
 import { backoffDelay } from "../shared/backoff.js";
 import type { RunnerConfig } from "./config.js";
 import { CONTROL_PATH, edgeSocketUrl } from "./link-url.js";
+
+const HEARTBEAT_MS = 10_000;
 
 export interface ControlHandlers {
   onMessage(message: PoolMessage): void;
@@ -18,6 +20,8 @@ export class ControlLink {
   private socket: WebSocket | undefined;
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private lastPong = 0;
   private stopped = false;
 
   constructor(
@@ -37,6 +41,7 @@ export class ControlLink {
   stop(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.heartbeat) clearInterval(this.heartbeat);
     const socket = this.socket;
     if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve();
     return new Promise((resolve) => {
@@ -55,6 +60,7 @@ export class ControlLink {
     this.socket = socket;
     socket.on("open", () => {
       this.attempt = 0;
+      this.startHeartbeat(socket);
       this.send({
         type: "register",
         runnerId: this.config.runnerId,
@@ -67,16 +73,39 @@ export class ControlLink {
     });
     socket.on("message", (data, isBinary) => {
       if (isBinary) return log.warn("control.frame", { outcome: "unexpected_binary" });
+      if ((data as Buffer).byteLength === PONG_TEXT.length && (data as Buffer).toString("utf8") === PONG_TEXT) {
+        this.lastPong = Date.now();
+        return;
+      }
       const parsed = parseMessage(PoolMessage, (data as Buffer).toString("utf8"), 1 << 20);
       if (!parsed.ok) return log.warn("control.message", { outcome: "invalid", reason: parsed.reason });
       this.handlers.onMessage(parsed.value);
     });
     socket.on("error", (error) => log.warn("control.error", { error }));
     socket.on("close", (code) => {
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
       if (this.stopped) return;
       const delay = backoffDelay(this.attempt++);
       log.warn("control.closed", { code, retryInMs: Math.round(delay) });
       this.retryTimer = setTimeout(() => this.dial(), delay);
     });
+  }
+
+  /**
+   * A ping every 10 s (answered by the edge without waking the pool object); the pool takes a
+   * runner silent for 30 s for gone, and this side redials when pongs stop.
+   */
+  private startHeartbeat(socket: WebSocket): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.lastPong = Date.now();
+    this.heartbeat = setInterval(() => {
+      if (Date.now() - this.lastPong > HEARTBEAT_MS * 2.5) {
+        log.warn("control.heartbeat", { outcome: "no_pong" });
+        socket.terminate();
+        return;
+      }
+      if (socket.readyState === WebSocket.OPEN) socket.send(PING_TEXT);
+    }, HEARTBEAT_MS);
   }
 }

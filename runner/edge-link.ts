@@ -11,6 +11,8 @@ export interface EdgeLinkOptions {
   url: string;
   runnerToken: string;
   runnerId: string;
+  /** The edge's credential for this one link (from the spawn or serve order). */
+  linkToken: string;
   /** for logs */
   key: string;
   heartbeatMs?: number;
@@ -27,7 +29,8 @@ export interface EdgeLinkHandlers {
 }
 
 /** HTTP answers to the upgrade, and close codes, that mean "do not redial". */
-const FINAL_STATUS = new Set([404, 409]);
+// 403: the link token is not this session's (it was placed elsewhere, or is a new incarnation).
+const FINAL_STATUS = new Set([403, 404, 409]);
 const FINAL_CLOSE = new Set<number>([CloseCode.SessionEnded, CloseCode.NotFound]);
 
 export class EdgeLink {
@@ -65,9 +68,9 @@ export class EdgeLink {
 
   private dial(): void {
     if (this.stopped) return;
-    const { url, runnerToken, runnerId, key } = this.options;
+    const { url, runnerToken, runnerId, linkToken, key } = this.options;
     const socket = new WebSocket(url, {
-      headers: { authorization: `Bearer ${runnerToken}`, "x-runner-id": runnerId },
+      headers: { authorization: `Bearer ${runnerToken}`, "x-runner-id": runnerId, "x-link-token": linkToken },
       maxPayload: 2 << 20,
       // Compressing every frame cost the runner ~10% of its CPU in a flood (zlib in its profile),
       // and its contexts ~300 KiB of memory per link; between runner and edge bandwidth is cheap.

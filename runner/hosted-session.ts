@@ -56,6 +56,7 @@ export class HostedSession {
         url: edgeSocketUrl(config.brokerUrl, linkPath(spawn.tenant, spawn.sessionId)),
         runnerToken: config.runnerToken,
         runnerId: config.runnerId,
+        linkToken: spawn.linkToken,
         key: this.key,
       },
       {

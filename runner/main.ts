@@ -39,7 +39,7 @@ const control = new ControlLink(config, {
       }
       case "serve": {
         if (readers.has(message.key) || stopping) return;
-        const reader = new ReaderLink(config, message.key, message.tenant, message.sessionId, outputLog, (key) =>
+        const reader = new ReaderLink(config, message.key, message.tenant, message.sessionId, message.linkToken, outputLog, (key) =>
           readers.delete(key),
         );
         readers.set(message.key, reader);

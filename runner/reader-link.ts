@@ -21,6 +21,7 @@ export class ReaderLink {
     private readonly key: string,
     tenant: string,
     sessionId: string,
+    linkToken: string,
     private readonly outputLog: OutputLog,
     private readonly onClosed: (key: string) => void,
   ) {
@@ -29,6 +30,7 @@ export class ReaderLink {
         url: edgeSocketUrl(config.brokerUrl, `${linkPath(tenant, sessionId)}?role=reader`),
         runnerToken: config.runnerToken,
         runnerId: config.runnerId,
+        linkToken,
         key,
       },
       {

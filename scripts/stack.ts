@@ -105,6 +105,8 @@ export interface EdgeOptions {
   apiKeys: string;
   runnerToken: string;
   tokenSecret?: string;
+  /** Signs per-runner credentials; unset = only the shared runner token. */
+  runnerSecret?: string;
   /** Extra Worker variables (limits, LOG_LEVEL). */
   vars?: Record<string, string>;
   /** Folder for Durable Object storage; a fresh temporary one by default. */
@@ -125,6 +127,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     API_KEYS: options.apiKeys,
     RUNNER_TOKEN: options.runnerToken,
     TOKEN_SECRET: options.tokenSecret ?? secret(),
+    ...(options.runnerSecret ? { RUNNER_SECRET: options.runnerSecret } : {}),
   };
   writeFileSync(
     envFile,

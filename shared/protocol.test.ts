@@ -454,15 +454,16 @@ describe("parseMessage(RunnerControlMessage)", () => {
 
 describe("parseMessage(PoolMessage)", () => {
   const spec = { command: "/bin/bash", args: ["-l"], cwd: null, env: { TERM: "xterm-256color" }, cols: 80, rows: 24 };
-  const spawn = { type: "spawn", key: "acme/s1", tenant: "acme", sessionId: "s1", spec };
+  const linkToken = "t".repeat(43);
+  const spawn = { type: "spawn", key: "acme/s1/inc-1", tenant: "acme", sessionId: "s1", spec, linkToken };
 
   it("accepts spawn", () => {
     expect(expectOk(parseMessage(PoolMessage, JSON.stringify(spawn)))).toEqual(spawn);
   });
 
   it.each([
-    { type: "serve", key: "acme/s1", tenant: "acme", sessionId: "s1" },
-    { type: "purge", key: "acme/s1" },
+    { type: "serve", key: "acme/s1/inc-1", tenant: "acme", sessionId: "s1", linkToken },
+    { type: "purge", key: "acme/s1/inc-1" },
   ])("accepts $type", (message) => {
     expect(expectOk(parseMessage(PoolMessage, JSON.stringify(message)))).toEqual(message);
   });
@@ -480,7 +481,9 @@ describe("parseMessage(PoolMessage)", () => {
     ["args not an array", { ...spawn, spec: { ...spec, args: "-l" } }],
     ["missing cwd", { ...spawn, spec: { command: "sh", args: [], env: {}, cols: 80, rows: 24 } }],
     ["unknown type", { type: "kill", key: "acme/s1" }],
-    ["serve without a tenant", { type: "serve", key: "acme/s1", sessionId: "s1" }],
+    ["serve without a tenant", { type: "serve", key: "acme/s1", sessionId: "s1", linkToken }],
+    ["spawn without a link token", { ...spawn, linkToken: undefined }],
+    ["serve with a short link token", { type: "serve", key: "acme/s1", tenant: "acme", sessionId: "s1", linkToken: "x" }],
     ["purge without a key", { type: "purge" }],
   ])("rejects %s", (_label, message) => {
     expectRejected(PoolMessage, JSON.stringify(message));

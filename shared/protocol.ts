@@ -227,14 +227,23 @@ export const SpawnSpecSchema = z.object({
 export const PoolMessage = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("spawn"),
-    /** `tenant/sessionId`: names the session's Durable Object and its link URL */
+    /** `tenant/sessionId/incarnation`: this incarnation of the session, and its output log's name */
     key: z.string(),
     tenant: z.string(),
     sessionId: z.string(),
     spec: SpawnSpecSchema,
+    /** the host link's credential for this one session (and incarnation): sent as `x-link-token` */
+    linkToken: z.string().min(16).max(256),
   }),
   /** open a reader link to this session (its log is needed for a replay and it has no host link) */
-  z.object({ type: z.literal("serve"), key: z.string(), tenant: z.string(), sessionId: z.string() }),
+  z.object({
+    type: z.literal("serve"),
+    key: z.string(),
+    tenant: z.string(),
+    sessionId: z.string(),
+    /** the reader link's credential for this session: sent as `x-link-token` */
+    linkToken: z.string().min(16).max(256),
+  }),
   /** drop this session's output log now */
   z.object({ type: z.literal("purge"), key: z.string() }),
 ]);

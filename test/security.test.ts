@@ -191,7 +191,8 @@ describe("session tokens", () => {
     const [header, payload, signature] = viewer.split(".");
     const flipped = `${signature.slice(0, -2)}${signature.endsWith("AA") ? "BB" : "AA"}`;
     const now = Math.floor(Date.now() / 1000);
-    const claims = { aud: "ptybroker-session", ten: "acme", sid: s.id, role: "writer", iat: now, exp: now + 600 };
+    const { inc } = JSON.parse(Buffer.from(payload, "base64url").toString()) as { inc: string };
+    const claims = { aud: "ptybroker-session", ten: "acme", sid: s.id, inc, role: "writer", iat: now, exp: now + 600 };
     const unsigned = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString("base64url")}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.`;
     const bad: [string, string][] = [
       ["another session's token", viewer],

@@ -3,6 +3,7 @@
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../shared/errors.js";
 import { log } from "../shared/log.js";
+import { verifyRunnerCredential } from "../shared/runner-credential.js";
 import type { Env } from "./env.js";
 import { type TokenClaims, type TokenRole, verifyToken } from "./tokens.js";
 
@@ -114,13 +115,67 @@ export function allows(principal: Principal, access: Access): boolean {
   return access === "write" && principal.role === "writer";
 }
 
-/** Runner sockets: the shared `RUNNER_TOKEN`, never an API key. */
-export const requireRunner = createMiddleware<{ Bindings: Env }>(async (c, next) => {
+/** Who a runner is: from its credential (verified) or, with the shared token, what it says. */
+export interface RunnerIdentity {
+  runnerId: string | null;
+  /** null = any tenant */
+  tenants: string[] | null;
+  verified: boolean;
+}
+
+export type RunnerVariables = { runner: RunnerIdentity };
+
+/**
+ * Runner sockets: a per-runner credential signed with RUNNER_SECRET (the runner's id and
+ * tenants come from it), or the shared RUNNER_TOKEN (any tenant; the id is what the runner
+ * says). Never an API key.
+ */
+export const requireRunner = createMiddleware<{ Bindings: Env; Variables: RunnerVariables }>(async (c, next) => {
   const token = bearer(c.req.header("authorization"));
-  const expected = c.env.RUNNER_TOKEN;
-  if (!expected) throw new ApiError("UNAUTHORIZED", "runner links are disabled: RUNNER_TOKEN is not set");
-  if (!token || !digestsEqual(await sha256(token), await sha256(expected))) {
-    throw new ApiError("UNAUTHORIZED", "invalid runner token");
+  if (!c.env.RUNNER_TOKEN && !c.env.RUNNER_SECRET) {
+    throw new ApiError("UNAUTHORIZED", "runner links are disabled: neither RUNNER_TOKEN nor RUNNER_SECRET is set");
+  }
+  if (!token) throw new ApiError("UNAUTHORIZED", "missing runner credential");
+  const claims = c.env.RUNNER_SECRET ? await verifyRunnerCredential(c.env.RUNNER_SECRET, token) : null;
+  if (claims) {
+    c.set("runner", { runnerId: claims.runnerId, tenants: claims.tenants, verified: true });
+  } else if (c.env.RUNNER_TOKEN && digestsEqual(await sha256(token), await sha256(c.env.RUNNER_TOKEN))) {
+    const claimed = c.req.header("x-runner-id") ?? null;
+    c.set("runner", { runnerId: claimed, tenants: null, verified: false });
+  } else {
+    throw new ApiError("UNAUTHORIZED", "invalid runner credential");
   }
   await next();
 });
+
+/**
+ * Headers that carry a runner's identity to a Durable Object: built here from what
+ * requireRunner established, never copied from the request (a caller cannot set them).
+ */
+export function runnerHeaders(
+  request: Request,
+  runner: RunnerIdentity,
+  extra: Record<string, string | undefined> = {},
+): Headers {
+  const headers = new Headers(request.headers);
+  for (const name of ["x-runner-id", "x-runner-verified", "x-runner-tenants", "x-link-token", "authorization"]) {
+    headers.delete(name);
+  }
+  if (runner.runnerId) headers.set("x-runner-id", runner.runnerId);
+  if (runner.verified) {
+    headers.set("x-runner-verified", "1");
+    headers.set("x-runner-tenants", JSON.stringify(runner.tenants));
+  }
+  for (const [name, value] of Object.entries(extra)) if (value !== undefined) headers.set(name, value);
+  return headers;
+}
+
+/** The identity a Durable Object was given by `runnerHeaders`. */
+export function runnerFromHeaders(headers: Headers): RunnerIdentity {
+  const verified = headers.get("x-runner-verified") === "1";
+  return {
+    runnerId: headers.get("x-runner-id"),
+    tenants: verified ? (JSON.parse(headers.get("x-runner-tenants") ?? "null") as string[] | null) : null,
+    verified,
+  };
+}

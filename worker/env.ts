@@ -9,6 +9,8 @@ export interface Env {
   TENANT: DurableObjectNamespace<Tenant>;
   API_KEYS?: string;
   RUNNER_TOKEN?: string;
+  /** Signs per-runner credentials (DESIGN §12); unset = only the shared RUNNER_TOKEN. */
+  RUNNER_SECRET?: string;
   TOKEN_SECRET?: string;
   MAX_SESSIONS_PER_TENANT?: string;
   MAX_CLIENTS_PER_SESSION?: string;

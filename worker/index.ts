@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { ApiError } from "../shared/errors.js";
 import { setLogLevel } from "../shared/log.js";
-import { TENANT_PATTERN, requireRunner } from "./auth.js";
+import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } from "./auth.js";
 import { type Env, poolStub, sessionStub } from "./env.js";
 import { renderError } from "./errors.js";
 import { SESSION_ID } from "./schemas.js";
@@ -12,7 +12,7 @@ export { PtySession } from "./pty-session.js";
 export { RunnerPool } from "./runner-pool.js";
 export { Tenant } from "./tenant.js";
 
-const app = new Hono<{ Bindings: Env }>();
+const app = new Hono<{ Bindings: Env; Variables: RunnerVariables }>();
 
 app.use("*", async (c, next) => {
   setLogLevel(c.env.LOG_LEVEL);
@@ -23,16 +23,24 @@ app.get("/healthz", (c) => c.json({ ok: true }));
 
 app.route("/v1/sessions", sessionRoutes);
 
-// Runner sockets. Only RUNNER_TOKEN opens them; API keys never do.
-app.get("/internal/runners/connect", requireRunner, (c) => poolStub(c.env).fetch(c.req.raw));
+// Runner sockets: a runner credential or RUNNER_TOKEN opens them; API keys never do. The
+// upgrade reaches the object with headers built from the verified identity, never the caller's.
+app.get("/internal/runners/connect", requireRunner, (c) =>
+  poolStub(c.env).fetch(
+    new Request("https://pool/connect", { headers: runnerHeaders(c.req.raw, c.get("runner")) }),
+  ),
+);
 
 app.get("/internal/runners", requireRunner, async (c) => c.json({ runners: await poolStub(c.env).runners() }));
 
 app.get("/internal/sessions/:tenant/:id/link", requireRunner, (c) => {
   const { tenant, id } = c.req.param();
   if (!TENANT_PATTERN.test(tenant) || !SESSION_ID.test(id)) throw new ApiError("NOT_FOUND", "no such session");
+  const runner = c.get("runner");
+  if (runner.tenants && !runner.tenants.includes(tenant)) throw new ApiError("NOT_FOUND", "no such session");
   const role = c.req.query("role") === "reader" ? "?role=reader" : "";
-  return sessionStub(c.env, tenant, id).fetch(new Request(`https://session/link${role}`, { headers: c.req.raw.headers }));
+  const headers = runnerHeaders(c.req.raw, runner, { "x-link-token": c.req.header("x-link-token") });
+  return sessionStub(c.env, tenant, id).fetch(new Request(`https://session/link${role}`, { headers }));
 });
 
 app.notFound(() => {

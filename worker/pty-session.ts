@@ -27,6 +27,7 @@ import {
   isTerminal,
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
+import { runnerFromHeaders } from "./auth.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
 import { LogReads } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
@@ -49,6 +50,15 @@ interface Stored {
   record: SessionRecord;
   /** The runner that hosts (or hosted) the process: its in-process log is only there. */
   runnerId?: string | null;
+  /**
+   * This incarnation of the id: a purged id created again is a new session. Names the output
+   * log (`logKey`) and is in every session token, so nothing of an earlier one reaches it.
+   */
+  incarnation: string;
+  /** The host link's credential, given to the placed runner alone in its spawn order. */
+  linkToken: string;
+  /** Reader links' credential, given in serve orders. */
+  readerToken: string;
 }
 
 /** Where a subscriber starts: an offset, everything retained, or live output only. */
@@ -133,6 +143,9 @@ export class PtySession extends DurableObject<Env> {
       tenant,
       spec,
       runnerId: null,
+      incarnation: crypto.randomUUID(),
+      linkToken: randomToken(),
+      readerToken: randomToken(),
       record: {
         id,
         status: "starting",
@@ -157,10 +170,11 @@ export class PtySession extends DurableObject<Env> {
     });
     const placed = await poolStub(this.env).place({
       type: "spawn",
-      key: sessionKey(tenant, id),
+      key: logKey(this.stored),
       tenant,
       sessionId: id,
       spec,
+      linkToken: this.stored.linkToken,
     });
     if (isFailure(placed)) {
       this.startWaiter?.("failed");
@@ -169,6 +183,8 @@ export class PtySession extends DurableObject<Env> {
       return placed;
     }
     log.info("session.placed", { key: sessionKey(tenant, id), runnerId: placed.runnerId });
+    this.stored.runnerId = placed.runnerId;
+    this.save();
     if ((await started) === "timeout") {
       await this.move("failed", { error: "the runner did not start the process in time" });
     }
@@ -177,6 +193,11 @@ export class PtySession extends DurableObject<Env> {
 
   get(): Session | Failure {
     return this.stored ? this.view() : this.notFound();
+  }
+
+  /** Which incarnation of the id this is (session tokens name it), or null when there is none. */
+  incarnation(): string | null {
+    return this.stored?.incarnation ?? null;
   }
 
   input(bytes: Uint8Array): { bytes: number } | Failure {
@@ -223,7 +244,7 @@ export class PtySession extends DurableObject<Env> {
     if (purge) {
       for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
       for (const stream of this.streams) stream.close();
-      const key = sessionKey(stored.tenant, stored.record.id);
+      const key = logKey(stored);
       const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
       if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
       this.stored = undefined;
@@ -280,16 +301,29 @@ export class PtySession extends DurableObject<Env> {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname.endsWith("/link")) {
-      return this.acceptLink(url.searchParams.get("role") === "reader", request.headers.get("x-runner-id"));
+      return this.acceptLink(url.searchParams.get("role") === "reader", request.headers);
     }
     const from = parseStart(request.headers.get("x-ptyb-from"));
     if (url.pathname.endsWith("/stream")) return this.openStream(from);
     return this.acceptClient(request, from);
   }
 
-  private acceptLink(reader: boolean, runnerId: string | null): Response {
+  /**
+   * A runner's link. The host link needs this session's link token (given only to the runner
+   * the session was placed on) and, from a runner with a credential, that runner's id; a
+   * reader link needs the reader token. Anything else is refused, and never replaces a link.
+   */
+  private acceptLink(reader: boolean, headers: Headers): Response {
     const stored = this.stored;
     if (!stored) return new Response("no such session", { status: 404 });
+    const runner = runnerFromHeaders(headers);
+    const expected = reader ? stored.readerToken : stored.linkToken;
+    const presented = headers.get("x-link-token") ?? "";
+    const misplaced = !reader && runner.verified && runner.runnerId !== stored.runnerId;
+    if (!tokensEqual(presented, expected) || misplaced) {
+      log.warn("link.refused", { key: this.keyForLog(), reader, runnerId: runner.runnerId, misplaced });
+      return new Response("this link credential is not this session's", { status: 403 });
+    }
     if (!reader && isTerminal(stored.record.status)) return new Response("session has ended", { status: 409 });
     const { 0: runnerSide, 1: server } = new WebSocketPair();
     if (reader) {
@@ -297,10 +331,6 @@ export class PtySession extends DurableObject<Env> {
     } else {
       for (const old of this.ctx.getWebSockets(Tag.Link)) closeQuietly(old, 1000, "replaced by a new link");
       this.ctx.acceptWebSocket(server, [Tag.Link]);
-      if (runnerId && runnerId !== stored.runnerId) {
-        stored.runnerId = runnerId;
-        this.save();
-      }
       this.lastLinkActivity = Date.now();
       this.ctx.storage.kv.delete("linkLostAt");
       void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_TIMEOUT_MS);
@@ -663,9 +693,14 @@ export class PtySession extends DurableObject<Env> {
   private async summonReader(): Promise<boolean> {
     const stored = this.stored;
     if (!stored) return false;
-    const key = sessionKey(stored.tenant, stored.record.id);
     const sent = await poolStub(this.env).dispatch(
-      { type: "serve", key, tenant: stored.tenant, sessionId: stored.record.id },
+      {
+        type: "serve",
+        key: logKey(stored),
+        tenant: stored.tenant,
+        sessionId: stored.record.id,
+        linkToken: stored.readerToken,
+      },
       stored.tenant,
       stored.runnerId ?? null,
     );
@@ -860,4 +895,21 @@ function parseStart(value: string | null): StartFrom {
   if (value === "live") return "live";
   if (value !== null && /^\d{1,15}$/.test(value)) return Number(value);
   return "retained";
+}
+
+/** The output log's key of one incarnation: `tenant/sessionId/incarnation`. */
+function logKey(stored: Stored): string {
+  return `${sessionKey(stored.tenant, stored.record.id)}/${stored.incarnation}`;
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Constant-time comparison of two tokens (lengths may differ: then they are not equal). */
+function tokensEqual(a: string, b: string): boolean {
+  const x = new TextEncoder().encode(a);
+  const y = new TextEncoder().encode(b);
+  return x.byteLength === y.byteLength && crypto.subtle.timingSafeEqual(x, y);
 }

@@ -4,7 +4,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import { type PoolMessage, RunnerControlMessage, parseMessage } from "../shared/protocol.js";
+import { PING_TEXT, PONG_TEXT, type PoolMessage, RunnerControlMessage, parseMessage } from "../shared/protocol.js";
+import { runnerFromHeaders } from "./auth.js";
 import type { Env } from "./env.js";
 import { closeQuietly } from "./sockets.js";
 
@@ -13,7 +14,16 @@ interface RunnerAttachment {
   capacity: number;
   /** tenants this runner serves; null = any */
   tenants?: string[] | null;
+  /** id and tenants come from a per-runner credential, not from the runner's word */
+  verified?: boolean;
+  /** when the socket was accepted (ms since epoch): its liveness before its first heartbeat */
+  openedAt?: number;
 }
+
+/** A control socket silent this long (heartbeats every 10 s) no longer holds its runner id. */
+const SILENT_MS = 30_000;
+/** Close code for a runner whose id another live runner holds (it redials with back-off). */
+export const RUNNER_ID_IN_USE = 4009;
 
 export interface RunnerInfo {
   runnerId: string;
@@ -28,12 +38,24 @@ export class RunnerPool extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.sql.exec("CREATE TABLE IF NOT EXISTS placements (key TEXT PRIMARY KEY, runner_id TEXT NOT NULL)");
+    // Runners' heartbeats are answered without waking the object.
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
   }
 
-  async fetch(): Promise<Response> {
+  /** A runner's control socket; the Worker put its verified identity (if any) in the headers. */
+  async fetch(request: Request): Promise<Response> {
+    const identity = runnerFromHeaders(request.headers);
     const { 0: runnerSide, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, ["runner"]);
-    server.serializeAttachment({ runnerId: null, capacity: 0 } satisfies RunnerAttachment);
+    server.serializeAttachment({
+      runnerId: null,
+      capacity: 0,
+      tenants: identity.verified ? identity.tenants : null,
+      verified: identity.verified,
+      // Until it registers, a verified runner's id is kept aside: it holds no slot yet.
+      ...(identity.verified ? { claimedId: identity.runnerId } : {}),
+      openedAt: Date.now(),
+    });
     return new Response(null, { status: 101, webSocket: runnerSide });
   }
 
@@ -94,22 +116,40 @@ export class RunnerPool extends DurableObject<Env> {
       if (!parsed.ok) return log.warn("pool.message", { outcome: "invalid", reason: parsed.reason });
       const msg = parsed.value;
       if (msg.type === "register") {
-        for (const other of this.ctx.getWebSockets("runner")) {
-          const att = other.deserializeAttachment() as RunnerAttachment;
-          if (other !== ws && att.runnerId === msg.runnerId) closeQuietly(other, 1000, "replaced by a new connection");
+        const att = ws.deserializeAttachment() as RunnerAttachment & { claimedId?: string };
+        // A credential names the runner: what the message says about its id and tenants is ignored.
+        const runnerId = att.verified ? (att.claimedId as string) : msg.runnerId;
+        if (att.verified && msg.runnerId !== runnerId) {
+          log.warn("pool.register", { runnerId, claimed: msg.runnerId, outcome: "id_mismatch" });
         }
+        const holder = this.ctx
+          .getWebSockets("runner")
+          .find((other) => other !== ws && (other.deserializeAttachment() as RunnerAttachment).runnerId === runnerId);
+        if (holder && this.heardRecently(holder)) {
+          log.warn("pool.register", { runnerId, outcome: "id_in_use" });
+          closeQuietly(ws, RUNNER_ID_IN_USE, "another runner with this id is connected");
+          return;
+        }
+        if (holder) closeQuietly(holder, 1001, "silent: replaced by a new connection");
         ws.serializeAttachment({
-          runnerId: msg.runnerId,
+          runnerId,
           capacity: msg.capacity,
-          tenants: msg.tenants ?? null,
+          tenants: att.verified ? (att.tenants ?? null) : (msg.tenants ?? null),
+          verified: att.verified ?? false,
+          openedAt: att.openedAt,
         } satisfies RunnerAttachment);
         this.ctx.storage.transactionSync(() => {
-          this.sql.exec("DELETE FROM placements WHERE runner_id = ?", msg.runnerId);
+          this.sql.exec("DELETE FROM placements WHERE runner_id = ?", runnerId);
           for (const key of msg.sessions) {
-            this.sql.exec("INSERT OR REPLACE INTO placements (key, runner_id) VALUES (?, ?)", key, msg.runnerId);
+            this.sql.exec("INSERT OR REPLACE INTO placements (key, runner_id) VALUES (?, ?)", key, runnerId);
           }
         });
-        log.info("pool.registered", { runnerId: msg.runnerId, capacity: msg.capacity, sessions: msg.sessions.length });
+        log.info("pool.registered", {
+          runnerId,
+          capacity: msg.capacity,
+          sessions: msg.sessions.length,
+          verified: att.verified ?? false,
+        });
       } else {
         const att = ws.deserializeAttachment() as RunnerAttachment;
         this.sql.exec("DELETE FROM placements WHERE key = ? AND runner_id = ?", msg.key, att.runnerId);
@@ -130,6 +170,14 @@ export class RunnerPool extends DurableObject<Env> {
     } catch (error) {
       log.error("pool.socket", { outcome: "close_error", error });
     }
+  }
+
+  /** A heartbeat (or the socket's opening) within SILENT_MS. */
+  private heardRecently(ws: WebSocket): boolean {
+    if (ws.readyState !== WebSocket.OPEN) return false;
+    const att = ws.deserializeAttachment() as RunnerAttachment;
+    const heard = Math.max(att.openedAt ?? 0, this.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0);
+    return Date.now() - heard < SILENT_MS;
   }
 
   private live(): { ws: WebSocket; info: RunnerInfo; tenants: string[] | null }[] {

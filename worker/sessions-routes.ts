@@ -50,16 +50,20 @@ type Ctx = Context<App>;
 /**
  * The session named in the path, once the caller may `access` it: the tenant's API key may do
  * anything; a session token only acts on its own session (another session's is 401, like a bad
- * credential) and only within its role (403).
+ * credential, and so is a token for an earlier incarnation of the id) and only within its role (403).
  */
-function session(c: Ctx, rawId: string, access: Access) {
+async function session(c: Ctx, rawId: string, access: Access) {
   const id = sessionId(rawId);
   const principal = c.get("principal");
   if (principal.role !== "owner" && principal.sessionId !== id) {
     throw new ApiError("UNAUTHORIZED", "this session token is for another session");
   }
+  const stub = sessionStub(c.env, principal.tenant, id);
+  if (principal.role !== "owner" && (await stub.incarnation()) !== principal.incarnation) {
+    throw new ApiError("UNAUTHORIZED", "this session token's session no longer exists");
+  }
   if (!allows(principal, access)) throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
-  return { id, stub: sessionStub(c.env, principal.tenant, id) };
+  return { id, stub };
 }
 
 /** Tenant-wide actions (create, list) belong to the API key alone. */
@@ -141,7 +145,7 @@ sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
 });
 
 sessionRoutes.get("/:id", async (c) => {
-  const { stub } = session(c, c.req.param("id"), "read");
+  const { stub } = await session(c, c.req.param("id"), "read");
   return c.json(unwrap(await stub.get()));
 });
 
@@ -152,31 +156,31 @@ sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
   if (bytes.byteLength > max) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `input is ${bytes.byteLength} bytes; at most ${max}`);
   }
-  const { stub } = session(c, c.req.param("id"), "write");
+  const { stub } = await session(c, c.req.param("id"), "write");
   return c.json(unwrap(await stub.input(bytes)), 202);
 });
 
 sessionRoutes.post("/:id/resize", validate("json", ResizeBody), async (c) => {
   const { cols, rows } = c.req.valid("json");
-  const { stub } = session(c, c.req.param("id"), "write");
+  const { stub } = await session(c, c.req.param("id"), "write");
   return c.json(unwrap(await stub.resize(cols, rows)));
 });
 
 sessionRoutes.post("/:id/signal", validate("json", SignalBody), async (c) => {
   const { signal } = c.req.valid("json");
-  const { stub } = session(c, c.req.param("id"), "write");
+  const { stub } = await session(c, c.req.param("id"), "write");
   return c.json(unwrap(await stub.signal(signal)), 202);
 });
 
 sessionRoutes.get("/:id/wait", validate("query", WaitQuery), async (c) => {
   const { timeoutSec } = c.req.valid("query");
-  const { stub } = session(c, c.req.param("id"), "read");
+  const { stub } = await session(c, c.req.param("id"), "read");
   return c.json(unwrap(await stub.wait(timeoutSec * 1000)));
 });
 
 sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
   const { purge } = c.req.valid("query");
-  const { id, stub } = session(c, c.req.param("id"), "owner");
+  const { id, stub } = await session(c, c.req.param("id"), "owner");
   const purgeNow = purge === "true" || purge === "1";
   const ended = unwrap(await stub.terminate(purgeNow));
   if (purgeNow) await tenantStub(c.env, c.get("tenant")).remove(id);
@@ -186,7 +190,7 @@ sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
 sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {
   const { from, to } = c.req.valid("query");
   if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
-  const { stub } = session(c, c.req.param("id"), "read");
+  const { stub } = await session(c, c.req.param("id"), "read");
   // RPC typing wraps results as Disposable; the value is the object's own OutputRange or Failure.
   const range = unwrap((await stub.output(from, to)) as OutputRange | Failure);
   return c.body(range.bytes, 200, {
@@ -202,7 +206,7 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
     throw new ApiError("INVALID_REQUEST", "Last-Event-ID is an offset");
   }
   const from = lastEventId ?? c.req.valid("query").from;
-  const { stub } = session(c, c.req.param("id"), "read");
+  const { stub } = await session(c, c.req.param("id"), "read");
   // The object reads where to start from this header; callers cannot reach it directly.
   const headers = new Headers();
   if (from !== undefined) headers.set("x-ptyb-from", from);
@@ -213,11 +217,12 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
 
 sessionRoutes.post("/:id/tokens", validate("json", TokenBody), async (c) => {
   const { role, ttlSec } = c.req.valid("json");
-  const { id, stub } = session(c, c.req.param("id"), "owner");
-  unwrap(await stub.get());
+  const { id, stub } = await session(c, c.req.param("id"), "owner");
+  const incarnation = await stub.incarnation();
+  if (incarnation === null) throw new ApiError("NOT_FOUND", `session ${id} not found`);
   const secret = c.env.TOKEN_SECRET;
   if (!secret) throw new ApiError("INTERNAL", "session tokens are disabled: TOKEN_SECRET is not set");
-  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, role }, ttlSec), 201);
+  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, incarnation, role }, ttlSec), 201);
 });
 
 sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
@@ -226,7 +231,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   }
   const { from } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
-  const { stub } = session(c, c.req.param("id"), "read");
+  const { stub } = await session(c, c.req.param("id"), "read");
   // The object reads how the client connects from these headers; callers cannot reach it directly.
   const headers = new Headers(c.req.raw.headers);
   headers.set("x-ptyb-mode", raw ? "raw" : "framed");

@@ -9,6 +9,8 @@ export type TokenRole = (typeof TOKEN_ROLES)[number];
 export interface TokenClaims {
   tenant: string;
   sessionId: string;
+  /** The incarnation of the id the token was minted for: a purged id created again is another session. */
+  incarnation: string;
   role: TokenRole;
 }
 
@@ -24,7 +26,7 @@ export async function mintToken(
   const iat = Math.floor(now / 1000);
   const exp = iat + ttlSec;
   const token = await sign(
-    { aud: AUDIENCE, ten: claims.tenant, sid: claims.sessionId, role: claims.role, iat, exp },
+    { aud: AUDIENCE, ten: claims.tenant, sid: claims.sessionId, inc: claims.incarnation, role: claims.role, iat, exp },
     secret,
     "HS256",
   );
@@ -35,10 +37,10 @@ export async function mintToken(
 export async function verifyToken(secret: string, token: string): Promise<TokenClaims | null> {
   try {
     const payload = await verify(token, secret, { alg: "HS256", aud: AUDIENCE });
-    const { ten, sid, role } = payload;
-    if (typeof ten !== "string" || typeof sid !== "string" || !TOKEN_ROLES.includes(role as TokenRole)) return null;
-    if (typeof payload.exp !== "number") return null;
-    return { tenant: ten, sessionId: sid, role: role as TokenRole };
+    const { ten, sid, inc, role } = payload;
+    if (typeof ten !== "string" || typeof sid !== "string" || typeof inc !== "string") return null;
+    if (!TOKEN_ROLES.includes(role as TokenRole) || typeof payload.exp !== "number") return null;
+    return { tenant: ten, sessionId: sid, incarnation: inc, role: role as TokenRole };
   } catch {
     return null;
   }
