@@ -12,6 +12,7 @@ import {
 import { Coalescer } from "./coalescer.js";
 import type { RunnerConfig } from "./config.js";
 import { Delivery } from "./delivery.js";
+import { InputGate } from "./input-gate.js";
 import { EdgeLink } from "./edge-link.js";
 import { sessionCwd, sessionEnv } from "./environment.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
@@ -22,6 +23,10 @@ import { killSessionProcesses } from "./reaper.js";
 
 type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
 
+/** Input waiting for the process beyond which the edge refuses more, and beyond which it is dropped. */
+const INPUT_SOFT_BYTES = 1 << 20;
+const INPUT_HARD_BYTES = 4 << 20;
+
 /** How long an exited session waits for the edge to confirm the exit before it lets go. */
 const EXIT_CONFIRM_MS = 5 * 60_000;
 
@@ -29,6 +34,7 @@ export class HostedSession {
   readonly key: string;
   private readonly link: EdgeLink;
   private readonly delivery: Delivery;
+  private readonly inputGate: InputGate;
   private pty: PtyProcess | undefined;
   private coalescer: Coalescer | undefined;
   private killTimer: NodeJS.Timeout | undefined;
@@ -65,6 +71,11 @@ export class HostedSession {
         onMessage: (data, isBinary) => this.onLinkMessage(data, isBinary),
         onGone: (reason) => this.onEdgeGone(reason),
       },
+    );
+    this.inputGate = new InputGate(
+      () => this.pty?.pendingInput() ?? 0,
+      { softBytes: INPUT_SOFT_BYTES, hardBytes: INPUT_HARD_BYTES },
+      (full) => this.send({ type: "input_state", full }),
     );
     this.delivery = new Delivery(
       {
@@ -148,7 +159,7 @@ export class HostedSession {
   private onLinkMessage(data: Buffer, isBinary: boolean): void {
     if (isBinary) {
       const frame = decodeFrame(data);
-      if (frame.op === "input") this.pty?.write(frame.data);
+      if (frame.op === "input") this.writeInput(frame.data);
       else log.warn("link.frame", { key: this.key, outcome: "bad_op" });
       return;
     }
@@ -180,6 +191,15 @@ export class HostedSession {
     }
   }
 
+  private writeInput(bytes: Uint8Array): void {
+    const pty = this.pty;
+    if (!pty || this.exited) return;
+    if (!this.inputGate.write(bytes, (b) => pty.write(b))) {
+      log.warn("session.input", { key: this.key, outcome: "dropped", bytes: bytes.byteLength });
+      this.send({ type: "input_dropped", bytes: bytes.byteLength });
+    }
+  }
+
   /** Every (re)opened link starts with the edge's offset: start the process once, then resend. */
   private onResume(offset: number): void {
     if (!this.pty && !this.ended) {
@@ -187,6 +207,8 @@ export class HostedSession {
       if (!this.pty) return;
     }
     if (this.pty && !this.exited) this.send({ type: "started", pid: this.pty.pid });
+    // A new link (or a restarted edge) starts without the input state: tell it again.
+    this.send({ type: "input_state", full: this.inputGate.isFull });
     this.delivery.resume(offset);
   }
 
@@ -227,6 +249,7 @@ export class HostedSession {
     if (this.exitTimer) clearTimeout(this.exitTimer);
     this.coalescer?.dispose();
     this.delivery.dispose();
+    this.inputGate.dispose();
     this.link.stop(1000, "session ended");
     this.release();
   }

@@ -24,6 +24,8 @@ export interface PtyProcess {
    */
   onExit(listener: (exit: PtyExit) => void): void;
   write(bytes: Uint8Array): void;
+  /** Input bytes written and not yet taken by the terminal (a process that does not read leaves them queued). */
+  pendingInput(): number;
   resize(cols: number, rows: number): void;
   /** Sends `signal` to the terminal's foreground process group, as a key like Ctrl+C would. */
   signalForeground(signal: string): void;
@@ -107,7 +109,10 @@ export function spawnPty(options: PtyOptions): PtyProcess {
       exitListeners.push(listener);
     },
     write(bytes) {
-      term.write(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+      term.write(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)); // node-pty copies it
+    },
+    pendingInput() {
+      return queuedInput(term);
     },
     resize(cols, rows) {
       term.resize(cols, rows);
@@ -128,6 +133,21 @@ export function spawnPty(options: PtyOptions): PtyProcess {
       if (!paused) term.resume();
     },
   };
+}
+
+/**
+ * Bytes in node-pty's write queue (its private `_writeStream._writeQueue` of {buffer, offset},
+ * node-pty 1.1.0): what the terminal has not taken yet. 0 if the field is not as expected.
+ */
+function queuedInput(term: nodePty.IPty): number {
+  const stream = (term as unknown as { _writeStream?: { _writeQueue?: unknown } })._writeStream;
+  const queue = stream?._writeQueue;
+  if (!Array.isArray(queue)) return 0;
+  let bytes = 0;
+  for (const task of queue as { buffer?: Buffer; offset?: number }[]) {
+    bytes += (task.buffer?.byteLength ?? 0) - (task.offset ?? 0);
+  }
+  return bytes;
 }
 
 /** The terminal's foreground process group (tpgid); the session's own group as a fallback. */

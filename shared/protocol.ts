@@ -177,6 +177,10 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
     to: offsetSchema,
     error: z.string().optional(),
   }),
+  /** input waiting for the process passed its bound (`full`), or has drained (edge: refuse or accept input) */
+  z.object({ type: z.literal("input_state"), full: z.boolean() }),
+  /** input that arrived while the bound was passed was dropped */
+  z.object({ type: z.literal("input_dropped"), bytes: z.number().int().min(0) }),
   /** heartbeat; answered with `pong` by the edge without waking the object */
   z.object({ type: z.literal("ping") }),
 ]);

@@ -104,7 +104,13 @@ describe("replay by offset", () => {
     await api.input(s.id, "exit 4\n");
     await second.done;
     const exit = second.events.find((e) => e.event === "exit");
-    expect(JSON.parse(exit?.data ?? "null")).toEqual({ status: "exited", exitCode: 4, signal: null });
+    // `exit` says where output ends: the stream's last data event ended there.
+    expect(JSON.parse(exit?.data ?? "null")).toEqual({
+      status: "exited",
+      exitCode: 4,
+      signal: null,
+      offset: Number(second.lastEventId),
+    });
     expect(second.events.filter((e) => e.event === "gap")).toEqual([]);
 
     const all = Buffer.concat([first.bytes, second.bytes]);

@@ -21,6 +21,10 @@ export interface Env {
   START_TIMEOUT_MS?: string;
   /** How long a running session waits for its runner's link to come back before it is `lost`. */
   LINK_GRACE_MS?: string;
+  /** A framed client behind and silent (no ack, no frame) this long is cut (default 60 s). */
+  CLIENT_STALL_MS?: string;
+  /** `GET .../output` reads in flight per session (429 beyond). */
+  MAX_OUTPUT_READS?: string;
   LOG_LEVEL?: string;
 }
 
@@ -32,6 +36,8 @@ export interface Limits {
   maxCreatesPerMinute: number;
   startTimeoutMs: number;
   linkGraceMs: number;
+  clientStallMs: number;
+  maxOutputReads: number;
 }
 
 function positiveInt(value: string | undefined, fallback: number): number {
@@ -48,6 +54,8 @@ export function limits(env: Env): Limits {
     maxCreatesPerMinute: positiveInt(env.MAX_CREATES_PER_MINUTE, 120),
     startTimeoutMs: positiveInt(env.START_TIMEOUT_MS, 10_000),
     linkGraceMs: positiveInt(env.LINK_GRACE_MS, 15_000),
+    clientStallMs: positiveInt(env.CLIENT_STALL_MS, 60_000),
+    maxOutputReads: positiveInt(env.MAX_OUTPUT_READS, 2),
   };
 }
 

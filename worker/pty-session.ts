@@ -29,7 +29,7 @@ import {
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
 import { runnerFromHeaders } from "./auth.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
-import { LogReads } from "./log-reads.js";
+import { LogReads, type ReadHandler } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
 import { type ClientAttachment, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
@@ -119,6 +119,10 @@ export class PtySession extends DurableObject<Env> {
   private readonly streams = new Set<StreamSubscriber>();
   private readonly reads: LogReads;
   private lastLinkActivity = 0;
+  /** `GET .../output` reads in flight. */
+  private outputReads = 0;
+  /** The runner says input waiting for the process is past its bound. */
+  private inputFull = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -201,7 +205,7 @@ export class PtySession extends DurableObject<Env> {
   }
 
   input(bytes: Uint8Array): { bytes: number } | Failure {
-    const refused = this.refuseUnlessRunning();
+    const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
     if (refused) return refused;
     this.sendLinkBytes(encodeInput(bytes));
     return { bytes: bytes.byteLength };
@@ -256,44 +260,60 @@ export class PtySession extends DurableObject<Env> {
     return session;
   }
 
-  /** `GET .../output`: logged bytes from `from` (or the oldest retained) up to `to` (or now). */
+  /**
+   * `GET .../output`: logged bytes from `from` (or the oldest retained) up to `to` (or now), at
+   * most MAX_OUTPUT_RESPONSE_BYTES, copied once into the answer. At most MAX_OUTPUT_READS run
+   * at once per session (429 beyond), so concurrent reads cannot exhaust the object's memory.
+   */
   async output(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
     if (!this.stored) return this.notFound();
+    const max = limits(this.env).maxOutputReads;
+    if (this.outputReads >= max) {
+      return fail("QUOTA_EXCEEDED", `at most ${max} output reads at once per session; try again`, 1);
+    }
+    this.outputReads++;
+    try {
+      return await this.readOutput(from, to);
+    } finally {
+      this.outputReads--;
+    }
+  }
+
+  private async readOutput(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
     const end = Math.min(to ?? this.offset, this.offset);
     let start = Math.min(from ?? this.retainedFrom, end);
-    const parts: Uint8Array[] = [];
+    if (start < this.retainedFrom && this.retainedFrom <= end) start = this.retainedFrom;
+    const bytes = new Uint8Array(Math.min(end - start, MAX_OUTPUT_RESPONSE_BYTES));
     let size = 0;
     let cursor = start;
-    while (cursor < end && size < MAX_OUTPUT_RESPONSE_BYTES) {
+    while (cursor < end && size < bytes.byteLength) {
       const before = cursor;
-      const pieceEnd = Math.min(end, cursor + Math.min(READ_PIECE_BYTES, MAX_OUTPUT_RESPONSE_BYTES - size));
-      const result = await this.readPiece(cursor, pieceEnd);
-      if ("failure" in result) return result;
+      const pieceEnd = Math.min(end, cursor + Math.min(READ_PIECE_BYTES, bytes.byteLength - size));
       let stopped = false;
-      for (const item of result.items) {
-        if (item.type === "gap") {
+      const failed = await this.readPiece(cursor, pieceEnd, {
+        onChunk: (offset, data) => {
+          if (stopped || offset !== cursor) return;
+          const take = data.subarray(0, bytes.byteLength - size);
+          bytes.set(take, size);
+          size += take.byteLength;
+          cursor += take.byteLength;
+        },
+        onGap: (gapFrom, gapTo) => {
+          if (stopped) return;
           // A gap before any byte moves the start on; a gap after bytes ends this answer.
           if (size > 0) {
             stopped = true;
-            break;
+            return;
           }
-          this.noteLeadingGap(cursor, item.to);
-          start = cursor = item.to;
-        } else {
-          parts.push(item.data);
-          size += item.data.byteLength;
-          cursor = item.offset + item.data.byteLength;
-        }
-      }
+          this.noteLeadingGap(gapFrom, gapTo);
+          start = cursor = gapTo;
+        },
+      });
+      if (failed) return failed;
       if (stopped || cursor === before) break;
     }
-    const bytes = new Uint8Array(size);
-    let at = 0;
-    for (const part of parts) {
-      bytes.set(part, at);
-      at += part.byteLength;
-    }
-    return { from: start, to: start + size, bytes };
+    // A view would carry its whole buffer across RPC: copy when the answer came out short.
+    return { from: start, to: start + size, bytes: size === bytes.byteLength ? bytes : bytes.slice(0, size) };
   }
 
   // ---- Sockets and streams ----
@@ -304,7 +324,7 @@ export class PtySession extends DurableObject<Env> {
       return this.acceptLink(url.searchParams.get("role") === "reader", request.headers);
     }
     const from = parseStart(request.headers.get("x-ptyb-from"));
-    if (url.pathname.endsWith("/stream")) return this.openStream(from);
+    if (url.pathname.endsWith("/stream")) return this.openStream(from, request.headers.get("x-ptyb-role") === "owner");
     return this.acceptClient(request, from);
   }
 
@@ -343,13 +363,20 @@ export class PtySession extends DurableObject<Env> {
   private acceptClient(request: Request, from: StartFrom): Response {
     const framed = request.headers.get("x-ptyb-mode") !== "raw";
     if (!this.stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
-    const refused = this.refuseOverClientLimit();
+    // Set by the Worker from the caller's credential; anything but a viewer may write.
+    const role = request.headers.get("x-ptyb-role");
+    const refused = this.refuseOverClientLimit(role === "owner");
     if (refused) return refuseSocket(refused, request);
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [Tag.Client]);
-    // Set by the Worker from the caller's credential; anything but a viewer may write.
-    const readOnly = request.headers.get("x-ptyb-role") === "viewer";
-    const sub = new SocketSubscriber(server, framed ? "framed" : "raw", this.offset, false, readOnly);
+    const sub = new SocketSubscriber(
+      server,
+      framed ? "framed" : "raw",
+      this.offset,
+      false,
+      role === "viewer",
+      role === "owner",
+    );
     this.sockets.set(server, sub);
     sub.persist();
     sub.control({ type: "hello", session: this.view() });
@@ -359,9 +386,9 @@ export class PtySession extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 
-  private openStream(from: StartFrom): Response {
+  private openStream(from: StartFrom, owner: boolean): Response {
     if (!this.stored) return Response.json({ error: { code: "NOT_FOUND", message: "session not found" } }, { status: 404 });
-    const refused = this.refuseOverClientLimit();
+    const refused = this.refuseOverClientLimit(owner);
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
     const sub: StreamSubscriber = new StreamSubscriber(this.offset, limits(this.env).maxClientLagBytes, () =>
       this.streams.delete(sub),
@@ -493,6 +520,19 @@ export class PtySession extends DurableObject<Env> {
         return;
       case "retained":
         return this.noteRetainedFrom(msg.from);
+      case "input_state":
+        this.inputFull = msg.full;
+        return log.info("session.input", { key: this.keyForLog(), outcome: msg.full ? "full" : "drained" });
+      case "input_dropped": {
+        log.warn("session.input", { key: this.keyForLog(), outcome: "dropped", bytes: msg.bytes });
+        const message = `${msg.bytes} bytes of input were dropped: the process is not reading its input`;
+        for (const sub of this.subscribers()) {
+          if (sub instanceof SocketSubscriber && !sub.closed && !sub.readOnly) {
+            sub.control({ type: "error", code: "QUOTA_EXCEEDED", message });
+          }
+        }
+        return;
+      }
     }
   }
 
@@ -548,12 +588,24 @@ export class PtySession extends DurableObject<Env> {
   }
 
   private fanOut(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
-    const maxLag = limits(this.env).maxClientLagBytes;
+    const now = Date.now();
+    const stallMs = limits(this.env).clientStallMs;
     for (const sub of this.subscribers()) {
       if (!sub.live || sub.closed) continue;
       sub.deliver(offset, data, frame);
-      if (sub.lag() > maxLag) this.cutSlow(sub);
+      if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
+      else if (sub instanceof SocketSubscriber && sub.stalled(now, stallMs)) this.cutSlow(sub);
     }
+  }
+
+  /**
+   * How far a subscriber may fall behind. A raw client cannot acknowledge: its "lag" is what
+   * was sent since its own last frame, allowed twice MAX_CLIENT_LAG_BYTES so that a full
+   * replay of the retained log fits (docs/protocol.md, "Slow clients").
+   */
+  private maxLag(sub: Subscriber): number {
+    const max = limits(this.env).maxClientLagBytes;
+    return sub.kind === "raw" ? 2 * max : max;
   }
 
   private cutSlow(sub: Subscriber): void {
@@ -591,7 +643,6 @@ export class PtySession extends DurableObject<Env> {
       this.flushGap(sub, replay);
       return this.goLive(sub);
     }
-    const maxLag = limits(this.env).maxClientLagBytes;
     const to = Math.min(this.offset, sub.cursor + READ_PIECE_BYTES);
     this.reads.read(sub.cursor, to, {
       onChunk: (offset, data) => {
@@ -608,7 +659,7 @@ export class PtySession extends DurableObject<Env> {
         sub.deliver(offset, data);
         // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
         if (sub instanceof SocketSubscriber) sub.persist();
-        if (sub.lag() > maxLag) this.cutSlow(sub);
+        if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
       },
       onGap: (gapFrom, gapTo) => {
         if (sub.closed) return;
@@ -672,20 +723,16 @@ export class PtySession extends DurableObject<Env> {
     if (sub instanceof StreamSubscriber) this.streams.delete(sub);
   }
 
-  /** Reads [from, to) in one go, for `output`. */
+  /** Reads [from, to) in one go, for `output`; resolves with the failure, if it failed. */
   private readPiece(
     from: number,
     to: number,
-  ): Promise<
-    | { to: number; items: ({ type: "gap"; to: number } | { type: "chunk"; offset: number; data: Uint8Array })[] }
-    | Failure
-  > {
+    handler: Pick<ReadHandler, "onChunk" | "onGap">,
+  ): Promise<Failure | undefined> {
     return new Promise((resolve) => {
-      const items: ({ type: "gap"; to: number } | { type: "chunk"; offset: number; data: Uint8Array })[] = [];
       this.reads.read(from, to, {
-        onChunk: (offset, data) => items.push({ type: "chunk", offset, data: data.slice() }),
-        onGap: (_gapFrom, gapTo) => items.push({ type: "gap", to: gapTo }),
-        onEnd: (end, error) => resolve(error ? fail(error.code, error.message) : { to: end, items }),
+        ...handler,
+        onEnd: (_end, error) => resolve(error ? fail(error.code, error.message) : undefined),
       });
     });
   }
@@ -711,6 +758,8 @@ export class PtySession extends DurableObject<Env> {
 
   private async onClientMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const sub = this.socketSubscriber(ws);
+    if (sub.closed) return;
+    sub.heard();
     if (sub.kind === "raw") {
       const bytes = typeof message === "string" ? new TextEncoder().encode(message) : new Uint8Array(message);
       return this.clientInput(sub, bytes);
@@ -725,7 +774,13 @@ export class PtySession extends DurableObject<Env> {
     if (!parsed.ok) return sub.control({ type: "error", code: "INVALID_REQUEST", message: parsed.reason });
     const msg = parsed.value;
     if (msg.type === "ping") return sub.control({ type: "pong" });
-    if (msg.type === "ack") return sub.ack(msg.offset);
+    if (msg.type === "ack") {
+      if (sub.ack(msg.offset)) return;
+      // An ack for bytes never sent would hide the client's lag: a protocol error.
+      log.warn("client.ack", { key: this.keyForLog(), outcome: "beyond_sent", ack: msg.offset, sent: sub.cursor });
+      sub.control({ type: "error", code: "INVALID_REQUEST", message: `ack ${msg.offset} is beyond what was sent (${sub.cursor})` });
+      return sub.close(1008, "ack beyond what was sent");
+    }
     const refused = this.refuseWrite(sub);
     if (refused) return sub.control({ type: "error", ...refused.failure });
     if (msg.type === "resize") this.applyResize(msg.cols, msg.rows);
@@ -737,7 +792,11 @@ export class PtySession extends DurableObject<Env> {
     const refused =
       bytes.byteLength > max
         ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
-        : this.refuseWrite(sub);
+        : (this.refuseWrite(sub) ?? this.refuseWhileInputFull());
+    // A raw client hears no error message: input it cannot deliver ends its socket instead.
+    if (refused && sub.kind === "raw" && refused.failure.code === "QUOTA_EXCEEDED") {
+      return sub.close(1013, "input refused: the process is not reading its input");
+    }
     if (refused) return sub.control({ type: "error", ...refused.failure });
     this.sendLinkBytes(encodeInput(bytes));
   }
@@ -750,10 +809,11 @@ export class PtySession extends DurableObject<Env> {
       // A live client continues from the current offset; one caught mid-replay restarts from its start.
       const live = att?.live ?? true;
       const cursor = live ? this.offset : (att?.cursor ?? this.offset);
-      sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true);
+      sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true, att?.owner ?? false);
+      sub.closed = att?.cut ?? false;
       this.sockets.set(ws, sub);
       log.warn("client.restored", { key: this.keyForLog(), live, cursor, offset: this.offset });
-      if (!live) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });
+      if (!live && !sub.closed) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });
     }
     return sub;
   }
@@ -763,14 +823,37 @@ export class PtySession extends DurableObject<Env> {
     yield* this.streams;
   }
 
-  private refuseOverClientLimit(): ApiError | undefined {
+  /**
+   * Whether one more client fits: MAX_CLIENTS_PER_SESSION, of which one slot is kept for the
+   * owner's key. When full, framed clients that stopped reading (behind and silent for
+   * CLIENT_STALL_MS) are cut first, so idle or never-acking clients cannot hold the slots.
+   */
+  private refuseOverClientLimit(owner: boolean): ApiError | undefined {
     const max = limits(this.env).maxClientsPerSession;
-    if (this.clientCount() >= max) return new ApiError("QUOTA_EXCEEDED", `at most ${max} clients per session`);
-    return undefined;
+    const room = owner ? max : max - 1;
+    if (this.clientCount() >= room) this.cutStalled();
+    if (this.clientCount() < room) return undefined;
+    const kept = owner ? "" : " (one more is kept for the owner's API key)";
+    return new ApiError("QUOTA_EXCEEDED", `at most ${room} clients per session${kept}`, 1);
   }
 
+  /** Cuts framed clients that are behind and have sent nothing (no ack) for CLIENT_STALL_MS. */
+  private cutStalled(now = Date.now()): void {
+    const stallMs = limits(this.env).clientStallMs;
+    for (const ws of this.ctx.getWebSockets(Tag.Client)) {
+      const sub = this.socketSubscriber(ws);
+      if (!sub.stalled(now, stallMs)) continue;
+      log.info("client.stalled", { key: this.keyForLog(), kind: sub.kind, lag: sub.lag(), silentMs: now - sub.lastHeard });
+      sub.close(CloseCode.SlowConsumer, "no ack while behind: reconnect with from");
+    }
+  }
+
+  /** Clients holding a slot: cut and closed ones do not, even while their close completes. */
   private clientCount(): number {
-    return this.ctx.getWebSockets(Tag.Client).length + this.streams.size;
+    let count = 0;
+    for (const ws of this.ctx.getWebSockets(Tag.Client)) if (!this.socketSubscriber(ws).closed) count++;
+    for (const stream of this.streams) if (!stream.closed) count++;
+    return count;
   }
 
   // ---- State ----
@@ -825,6 +908,12 @@ export class PtySession extends DurableObject<Env> {
   private refuseWrite(sub: SocketSubscriber): Failure | undefined {
     if (sub.readOnly) return fail("FORBIDDEN", "a viewer may not send input, resize or signal");
     return this.refuseUnlessRunning();
+  }
+
+  /** The process has not taken the input it has (the runner's bound): refuse more for now. */
+  private refuseWhileInputFull(): Failure | undefined {
+    if (!this.inputFull) return undefined;
+    return fail("QUOTA_EXCEEDED", "the process is not reading its input; try again when it has taken it", 1);
   }
 
   private refuseUnlessRunning(): Failure | undefined {

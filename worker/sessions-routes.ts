@@ -210,6 +210,7 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
   // The object reads where to start from this header; callers cannot reach it directly.
   const headers = new Headers();
   if (from !== undefined) headers.set("x-ptyb-from", from);
+  headers.set("x-ptyb-role", c.get("principal").role);
   const res = await stub.fetch(new Request("https://session/stream", { headers }));
   if (!res.ok) throw new ApiError(res.status === 404 ? "NOT_FOUND" : "QUOTA_EXCEEDED", "cannot stream this session");
   return res;

@@ -34,15 +34,24 @@ export interface ClientAttachment {
   cursor: number;
   /** Only what a viewer may do: no input, resize or signal. */
   readOnly: boolean;
+  /** Connected with the tenant's API key: may use the slot kept for the owner. */
+  owner?: boolean;
+  /** Closed by the edge (cut, ended): holds no slot while its close completes. */
+  cut?: boolean;
 }
 
 /**
- * A WebSocket client. workerd does not expose `bufferedAmount`, so a framed client's lag is
- * measured by its `ack` messages; a raw client cannot acknowledge and is never cut.
+ * A WebSocket client. workerd does not expose `bufferedAmount` (workerd#988), so a framed
+ * client's lag is measured by its `ack` messages, and a raw client, which cannot acknowledge,
+ * by the bytes sent to it since its own last frame (docs/protocol.md, "Slow clients").
  */
 export class SocketSubscriber implements Subscriber {
   closed = false;
   acked: number;
+  /** When the client last sent anything (ms since epoch). */
+  lastHeard = Date.now();
+  /** Raw mode: bytes sent since the client's last frame. */
+  private sentSinceHeard = 0;
 
   constructor(
     readonly ws: WebSocket,
@@ -50,13 +59,17 @@ export class SocketSubscriber implements Subscriber {
     public cursor: number,
     public live: boolean,
     readonly readOnly: boolean,
+    readonly owner: boolean,
   ) {
     this.acked = cursor;
   }
 
   deliver(offset: number, data: Uint8Array, frame?: ArrayBuffer): void {
     if (this.kind === "framed") sendQuietly(this.ws, frame ?? encodeOutput(offset, data));
-    else sendQuietly(this.ws, data);
+    else {
+      sendQuietly(this.ws, data);
+      this.sentSinceHeard += data.byteLength;
+    }
     this.cursor = offset + data.byteLength;
   }
 
@@ -66,36 +79,60 @@ export class SocketSubscriber implements Subscriber {
 
   private waiting: { bytes: number; resume: () => void } | undefined;
 
-  ack(offset: number): void {
-    if (offset > this.acked) this.acked = Math.min(offset, this.cursor);
+  /** The client sent a frame: it is there. */
+  heard(): void {
+    this.lastHeard = Date.now();
+    this.sentSinceHeard = 0;
+  }
+
+  /** The client has every byte below `offset`; false when it claims more than it was sent. */
+  ack(offset: number): boolean {
+    if (offset > this.cursor) return false;
+    if (offset > this.acked) this.acked = offset;
     const waiting = this.waiting;
     if (waiting && this.lag() <= waiting.bytes) {
       this.waiting = undefined;
       waiting.resume();
     }
+    return true;
   }
 
   whenLagAtMost(bytes: number, resume: () => void): void {
-    if (this.lag() <= bytes) resume();
+    // A raw client cannot say what it took: its replay is bounded by the cut, not paced.
+    if (this.kind === "raw" || this.lag() <= bytes) resume();
     else this.waiting = { bytes, resume };
   }
 
   lag(): number {
-    return this.kind === "framed" ? this.cursor - this.acked : 0;
+    return this.kind === "framed" ? this.cursor - this.acked : this.sentSinceHeard;
+  }
+
+  /** Behind, and silent (no ack, no frame) for `ms`: a framed client that stopped reading. */
+  stalled(now: number, ms: number): boolean {
+    return this.kind === "framed" && !this.closed && this.lag() > 0 && now - this.lastHeard > ms;
   }
 
   close(code: number, reason: string): void {
-    this.closed = true;
+    if (!this.closed) {
+      this.closed = true;
+      this.persist();
+    }
     closeQuietly(this.ws, code, reason);
   }
 
   persist(): void {
-    this.ws.serializeAttachment({
-      kind: this.kind,
-      live: this.live,
-      cursor: this.cursor,
-      readOnly: this.readOnly,
-    } satisfies ClientAttachment);
+    try {
+      this.ws.serializeAttachment({
+        kind: this.kind,
+        live: this.live,
+        cursor: this.cursor,
+        readOnly: this.readOnly,
+        owner: this.owner,
+        cut: this.closed,
+      } satisfies ClientAttachment);
+    } catch {
+      // the socket is gone: nothing to keep
+    }
   }
 }
 
