@@ -28,6 +28,9 @@ export interface EdgeLinkHandlers {
   onGone(reason: string): void;
 }
 
+/** How often a sender waiting for the socket's buffer to drain looks again. */
+const BUFFER_POLL_MS = 5;
+
 /** HTTP answers to the upgrade, and close codes, that mean "do not redial". */
 // 403: the link token is not this session's (it was placed elsewhere, or is a new incarnation).
 const FINAL_STATUS = new Set([403, 404, 409]);
@@ -56,6 +59,26 @@ export class EdgeLink {
     if (socket?.readyState !== WebSocket.OPEN) return false;
     socket.send(data);
     return true;
+  }
+
+  /**
+   * Sends one binary message made of `parts`, as WebSocket fragments: the parts are not copied
+   * into one buffer (a replay's log chunks go out as they came from the log).
+   */
+  sendParts(parts: Uint8Array[]): boolean {
+    const socket = this.socket;
+    if (socket?.readyState !== WebSocket.OPEN) return false;
+    parts.forEach((part, i) => socket.send(part, { binary: true, fin: i === parts.length - 1 }));
+    return true;
+  }
+
+  /** Resolves once the socket holds at most `bytes` unsent, or is not open (then nothing waits). */
+  async whenBuffered(bytes: number): Promise<void> {
+    for (;;) {
+      const socket = this.socket;
+      if (socket?.readyState !== WebSocket.OPEN || socket.bufferedAmount <= bytes) return;
+      await new Promise((resolve) => setTimeout(resolve, BUFFER_POLL_MS));
+    }
   }
 
   /** Closes for good; no redial. */

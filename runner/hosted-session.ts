@@ -16,7 +16,7 @@ import { InputGate } from "./input-gate.js";
 import { EdgeLink } from "./edge-link.js";
 import { sessionCwd, sessionEnv } from "./environment.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
-import { serveRead } from "./log-reads.js";
+import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
 import { type PtyExit, type PtyProcess, spawnPty } from "./pty.js";
 import { killSessionProcesses } from "./reaper.js";
@@ -35,6 +35,7 @@ export class HostedSession {
   private readonly link: EdgeLink;
   private readonly delivery: Delivery;
   private readonly inputGate: InputGate;
+  private readonly reads: ReadServer;
   private pty: PtyProcess | undefined;
   private coalescer: Coalescer | undefined;
   private killTimer: NodeJS.Timeout | undefined;
@@ -67,11 +68,15 @@ export class HostedSession {
       },
       {
         onOpen: () => log.info("link.open", { key: this.key }),
-        onDown: () => this.delivery.linkDown(),
+        onDown: () => {
+          this.delivery.linkDown();
+          this.reads.cancelAll(); // the edge fails them; their clients resume by offset
+        },
         onMessage: (data, isBinary) => this.onLinkMessage(data, isBinary),
         onGone: (reason) => this.onEdgeGone(reason),
       },
     );
+    this.reads = new ReadServer(outputLog, this.key, this.link);
     this.inputGate = new InputGate(
       () => this.pty?.pendingInput() ?? 0,
       { softBytes: INPUT_SOFT_BYTES, hardBytes: INPUT_HARD_BYTES },
@@ -176,7 +181,8 @@ export class HostedSession {
         case "ack":
           return this.delivery.ack(message.offset);
         case "read":
-          return void serveRead(this.outputLog, this.key, message, (frame) => this.link.send(frame));
+        case "read_cancel":
+          return void this.reads.handle(message);
         case "resize":
           return this.pty?.resize(message.cols, message.rows);
         case "signal":

@@ -75,6 +75,8 @@ async function shutdown(signal: string): Promise<void> {
 }
 
 process.on("SIGINT", () => void shutdown("SIGINT"));
+// Where the runner's memory is, on demand (`kill -USR2 <pid>`): heap, Buffers outside it, RSS.
+process.on("SIGUSR2", () => log.info("runner.memory", { ...process.memoryUsage(), sessions: sessions.size, readers: readers.size }));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
 log.info("runner.starting", {

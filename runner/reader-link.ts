@@ -6,13 +6,14 @@ import { EdgeLinkMessage, parseMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
 import { EdgeLink } from "./edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
-import { serveRead } from "./log-reads.js";
+import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
 
 const IDLE_MS = 30_000;
 
 export class ReaderLink {
   private readonly link: EdgeLink;
+  private readonly reads: ReadServer;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -22,7 +23,7 @@ export class ReaderLink {
     tenant: string,
     sessionId: string,
     linkToken: string,
-    private readonly outputLog: OutputLog,
+    outputLog: OutputLog,
     private readonly onClosed: (key: string) => void,
   ) {
     this.link = new EdgeLink(
@@ -36,9 +37,11 @@ export class ReaderLink {
       {
         onOpen: () => this.touch(),
         onMessage: (data, isBinary) => this.onMessage(data, isBinary),
+        onDown: () => this.reads.cancelAll(),
         onGone: () => this.close(),
       },
     );
+    this.reads = new ReadServer(outputLog, key, this.link);
   }
 
   start(): void {
@@ -49,6 +52,7 @@ export class ReaderLink {
     if (this.closed) return;
     this.closed = true;
     if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.reads.cancelAll();
     this.link.stop(1000, "reader idle");
     this.onClosed(this.key);
   }
@@ -62,8 +66,6 @@ export class ReaderLink {
     if (isBinary) return log.warn("reader.frame", { key: this.key, outcome: "unexpected_binary" });
     const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), 1 << 16);
     if (!parsed.ok) return log.warn("reader.message", { key: this.key, outcome: "invalid", reason: parsed.reason });
-    if (parsed.value.type !== "read") return;
-    this.touch();
-    void serveRead(this.outputLog, this.key, parsed.value, (frame) => this.link.send(frame));
+    if (this.reads.handle(parsed.value)) this.touch();
   }
 }

@@ -30,11 +30,14 @@ const EXPIRE_REFRESH_MS = 60_000;
  * entry seen so far.
  */
 const GUESSED_ENTRY_BYTES = 64 * 1024;
-const MIN_BATCH = 8;
 const MAX_BATCH = 1024;
 
+/**
+ * Entries to ask for: enough for `wanted` bytes at `entryBytes` each, and no more, so a small
+ * read (a replay's first piece, for a client that may drop at once) fetches little.
+ */
 function batchSize(wanted: number, entryBytes: number): number {
-  return Math.min(MAX_BATCH, Math.max(MIN_BATCH, Math.ceil(wanted / entryBytes) + 1));
+  return Math.min(MAX_BATCH, Math.max(1, Math.ceil(wanted / entryBytes)));
 }
 
 interface KeyState {

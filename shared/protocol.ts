@@ -43,16 +43,23 @@ export function encodeOutput(offset: number, bytes: Uint8Array): Uint8Array {
 }
 
 export function encodeReadChunk(readId: number, offset: number, bytes: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(READ_CHUNK_HEADER_BYTES + bytes.byteLength);
+  frame.set(encodeReadChunkHeader(readId, offset));
+  frame.set(bytes, READ_CHUNK_HEADER_BYTES);
+  return frame;
+}
+
+/** The first READ_CHUNK_HEADER_BYTES of a ReadChunk frame: a sender may send the payload after it without a copy. */
+export function encodeReadChunkHeader(readId: number, offset: number): Uint8Array {
   if (!Number.isInteger(readId) || readId < 0 || readId >= TWO_32) throw new RangeError(`bad read id ${readId}`);
   if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
-  const frame = new Uint8Array(READ_CHUNK_HEADER_BYTES + bytes.byteLength);
-  const view = new DataView(frame.buffer);
-  frame[0] = Op.ReadChunk;
+  const header = new Uint8Array(READ_CHUNK_HEADER_BYTES);
+  const view = new DataView(header.buffer);
+  header[0] = Op.ReadChunk;
   view.setUint32(1, readId);
   view.setUint32(5, Math.floor(offset / TWO_32));
   view.setUint32(9, offset >>> 0);
-  frame.set(bytes, READ_CHUNK_HEADER_BYTES);
-  return frame;
+  return header;
 }
 
 export function encodeInput(bytes: Uint8Array): Uint8Array {
@@ -197,6 +204,8 @@ export const EdgeLinkMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("ack"), offset: offsetSchema }),
   /** read [from, to) from the output log and answer with ReadChunk frames, read_gap and read_end */
   z.object({ type: z.literal("read"), id: z.number().int().min(0), from: offsetSchema, to: offsetSchema }),
+  /** the read's client has gone: stop reading (no read_end follows) */
+  z.object({ type: z.literal("read_cancel"), id: z.number().int().min(0) }),
   z.object({ type: z.literal("pong") }),
 ]);
 export type EdgeLinkMessage = z.infer<typeof EdgeLinkMessage>;

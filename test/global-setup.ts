@@ -40,6 +40,7 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide("runnerPid", runner.pid);
   project.provide("edgePid", edge.pid);
   project.provide("tokenSecret", tokenSecret);
+  project.provide("redisUrl", redis.url);
 }
 
 export async function teardown(): Promise<void> {
@@ -55,5 +56,6 @@ declare module "vitest" {
     runnerPid: number;
     edgePid: number;
     tokenSecret: string;
+    redisUrl: string;
   }
 }

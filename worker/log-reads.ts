@@ -40,7 +40,8 @@ export class LogReads {
     private readonly summonReader: () => Promise<boolean>,
   ) {}
 
-  read(from: number, to: number, handler: ReadHandler): void {
+  /** Starts a read; returns its id (for `cancel`). */
+  read(from: number, to: number, handler: ReadHandler): number {
     const id = this.nextId++;
     const timer = setTimeout(() => {
       const waiting = !this.inFlight.get(id)?.link;
@@ -52,8 +53,21 @@ export class LogReads {
     const entry: InFlight = { from, to, handler, link: undefined, timer };
     this.inFlight.set(id, entry);
     const link = this.pickLink();
-    if (link) return this.send(id, entry, link);
-    if (!this.expectHost()) this.summon();
+    if (link) this.send(id, entry, link);
+    else if (!this.expectHost()) this.summon();
+    return id;
+  }
+
+  /**
+   * The read's client has gone: the runner stops reading (it would otherwise read the log and
+   * send on for nobody), and the handler hears nothing more.
+   */
+  cancel(id: number): void {
+    const entry = this.inFlight.get(id);
+    if (!entry) return;
+    this.inFlight.delete(id);
+    clearTimeout(entry.timer);
+    if (entry.link) sendQuietly(entry.link, JSON.stringify({ type: "read_cancel", id } satisfies EdgeLinkMessage));
   }
 
   /**
@@ -84,15 +98,20 @@ export class LogReads {
     }
   }
 
-  chunk(id: number, offset: number, data: Uint8Array): void {
-    this.inFlight.get(id)?.handler.onChunk(offset, data);
+  // Answers count only from the link the read was sent on.
+
+  chunk(link: WebSocket, id: number, offset: number, data: Uint8Array): void {
+    const entry = this.inFlight.get(id);
+    if (entry?.link === link) entry.handler.onChunk(offset, data);
   }
 
-  gap(id: number, from: number, to: number): void {
-    this.inFlight.get(id)?.handler.onGap(from, to);
+  gap(link: WebSocket, id: number, from: number, to: number): void {
+    const entry = this.inFlight.get(id);
+    if (entry?.link === link) entry.handler.onGap(from, to);
   }
 
-  end(id: number, to: number, error?: string): void {
+  end(link: WebSocket, id: number, to: number, error?: string): void {
+    if (this.inFlight.get(id)?.link !== link) return;
     this.finish(id, to, error === undefined ? undefined : { code: "INTERNAL", message: error });
   }
 

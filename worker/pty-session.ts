@@ -30,6 +30,7 @@ import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
 import { runnerFromHeaders } from "./auth.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
 import { LogReads, type ReadHandler } from "./log-reads.js";
+import { ReplayCache } from "./replay-cache.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
 import { type ClientAttachment, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
@@ -90,6 +91,8 @@ const Tag = {
 const READ_PIECE_BYTES = 4 << 20;
 /** Most bytes one `GET .../output` answers with; `X-Offset-To` says where to go on from. */
 export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
+/** Log reads for replays in flight at once per session. */
+const MAX_REPLAY_READS = 4;
 /** A host link silent (no heartbeat, no frame) this long is taken for dead. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
@@ -121,6 +124,11 @@ export class PtySession extends DurableObject<Env> {
   private lastLinkActivity = 0;
   /** `GET .../output` reads in flight. */
   private outputReads = 0;
+  private readonly replayCache = new ReplayCache();
+  /** Replays waiting for a read slot (MAX_REPLAY_READS). */
+  private replayQueue: (() => void)[] = [];
+  /** The log read each replaying subscriber waits on. */
+  private readonly replayReads = new Map<Subscriber, number>();
   /** The runner says input waiting for the process is past its bound. */
   private inputFull = false;
 
@@ -254,6 +262,7 @@ export class PtySession extends DurableObject<Env> {
       this.stored = undefined;
       this.offset = 0;
       this.retainedFrom = 0;
+      this.replayCache.clear();
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
     }
@@ -390,9 +399,10 @@ export class PtySession extends DurableObject<Env> {
     if (!this.stored) return Response.json({ error: { code: "NOT_FOUND", message: "session not found" } }, { status: 404 });
     const refused = this.refuseOverClientLimit(owner);
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
-    const sub: StreamSubscriber = new StreamSubscriber(this.offset, limits(this.env).maxClientLagBytes, () =>
-      this.streams.delete(sub),
-    );
+    const sub: StreamSubscriber = new StreamSubscriber(this.offset, limits(this.env).maxClientLagBytes, () => {
+      this.streams.delete(sub);
+      this.cancelReplay(sub);
+    });
     this.streams.add(sub);
     this.startReplay(sub, from);
     return new Response(sub.body, {
@@ -415,6 +425,11 @@ export class PtySession extends DurableObject<Env> {
       closeQuietly(ws, 1000, "closed");
       const tags = this.ctx.getTags(ws);
       if (tags.includes(Tag.Client)) {
+        const sub = this.sockets.get(ws);
+        if (sub) {
+          sub.closed = true;
+          this.cancelReplay(sub);
+        }
         this.sockets.delete(ws);
         return;
       }
@@ -485,7 +500,7 @@ export class PtySession extends DurableObject<Env> {
     if (host) this.lastLinkActivity = Date.now();
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
-      if (frame.op === "readChunk") return this.reads.chunk(frame.readId, frame.offset, frame.data);
+      if (frame.op === "readChunk") return this.reads.chunk(ws, frame.readId, frame.offset, frame.data);
       if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
       log.warn("link.frame", { key: this.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;
@@ -499,9 +514,9 @@ export class PtySession extends DurableObject<Env> {
     const msg = parsed.value;
     switch (msg.type) {
       case "read_gap":
-        return this.reads.gap(msg.id, msg.from, msg.to);
+        return this.reads.gap(ws, msg.id, msg.from, msg.to);
       case "read_end":
-        return this.reads.end(msg.id, msg.to, msg.error);
+        return this.reads.end(ws, msg.id, msg.to, msg.error);
       case "ping":
         return;
     }
@@ -611,6 +626,7 @@ export class PtySession extends DurableObject<Env> {
   private cutSlow(sub: Subscriber): void {
     log.info("client.slow", { key: this.keyForLog(), kind: sub.kind, cursor: sub.cursor, lag: sub.lag() });
     sub.close(CloseCode.SlowConsumer, "slow consumer: reconnect with from");
+    this.cancelReplay(sub);
     if (sub instanceof StreamSubscriber) this.streams.delete(sub);
   }
 
@@ -643,23 +659,40 @@ export class PtySession extends DurableObject<Env> {
       this.flushGap(sub, replay);
       return this.goLive(sub);
     }
+    const deliver = (offset: number, data: Uint8Array) => {
+      if (offset + data.byteLength <= sub.cursor) return;
+      if (offset < sub.cursor) {
+        data = data.subarray(sub.cursor - offset);
+        offset = sub.cursor;
+      }
+      this.flushGap(sub, replay);
+      if (!replay.announced) {
+        replay.announced = true;
+        sub.control({ type: "replay", from: offset, to: this.offset });
+      }
+      sub.deliver(offset, data);
+      // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
+      if (sub instanceof SocketSubscriber) sub.persist();
+      if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
+    };
+    // What was read lately is in the object already: no read for it.
+    const cached = this.replayCache.take(sub.cursor, READ_PIECE_BYTES);
+    if (cached.length > 0) {
+      for (const chunk of cached) if (!sub.closed) deliver(chunk.offset, chunk.data);
+      if (!sub.closed) sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
+      return;
+    }
+    // A few log reads at a time per session; the rest wait, and most then start from the cache.
+    if (this.replayReads.size >= MAX_REPLAY_READS) {
+      this.replayQueue.push(() => this.continueReplay(sub, replay));
+      return;
+    }
     const to = Math.min(this.offset, sub.cursor + READ_PIECE_BYTES);
-    this.reads.read(sub.cursor, to, {
+    const id = this.reads.read(sub.cursor, to, {
       onChunk: (offset, data) => {
-        if (sub.closed || offset + data.byteLength <= sub.cursor) return;
-        if (offset < sub.cursor) {
-          data = data.subarray(sub.cursor - offset);
-          offset = sub.cursor;
-        }
-        this.flushGap(sub, replay);
-        if (!replay.announced) {
-          replay.announced = true;
-          sub.control({ type: "replay", from: offset, to: this.offset });
-        }
-        sub.deliver(offset, data);
-        // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
-        if (sub instanceof SocketSubscriber) sub.persist();
-        if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
+        this.replayCache.note(offset, data);
+        if (sub.closed) return this.cancelReplay(sub);
+        deliver(offset, data);
       },
       onGap: (gapFrom, gapTo) => {
         if (sub.closed) return;
@@ -672,12 +705,32 @@ export class PtySession extends DurableObject<Env> {
         sub.cursor = Math.max(sub.cursor, gapTo);
       },
       onEnd: (_to, error) => {
+        this.replayReads.delete(sub);
+        this.startQueuedReplays();
         if (sub.closed) return;
         if (error) return this.failReplay(sub, error);
         // The next piece waits until the client has taken most of this one.
         sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
       },
     });
+    this.replayReads.set(sub, id);
+  }
+
+  /** The subscriber has gone: its replay's read stops, at the runner too. */
+  private cancelReplay(sub: Subscriber): void {
+    const id = this.replayReads.get(sub);
+    if (id === undefined) return;
+    this.replayReads.delete(sub);
+    this.reads.cancel(id);
+    this.startQueuedReplays();
+  }
+
+  private startQueuedReplays(): void {
+    while (this.replayReads.size < MAX_REPLAY_READS) {
+      const next = this.replayQueue.shift();
+      if (!next) return;
+      next();
+    }
   }
 
   /** Tells the subscriber about the gap the replay has skipped so far, if any. */
