@@ -101,8 +101,12 @@ export class ControlLink {
     this.lastPong = Date.now();
     this.heartbeat = setInterval(() => {
       if (Date.now() - this.lastPong > HEARTBEAT_MS * 2.5) {
-        log.warn("control.heartbeat", { outcome: "no_pong" });
-        socket.terminate();
+        // Judged after this turn's I/O: a pong may be waiting unread behind a busy turn.
+        setImmediate(() => {
+          if (Date.now() - this.lastPong <= HEARTBEAT_MS * 2.5 || socket.readyState !== WebSocket.OPEN) return;
+          log.warn("control.heartbeat", { outcome: "no_pong" });
+          socket.terminate();
+        });
         return;
       }
       if (socket.readyState === WebSocket.OPEN) socket.send(PING_TEXT);

@@ -16,6 +16,12 @@ export interface EdgeLinkOptions {
   /** for logs */
   key: string;
   heartbeatMs?: number;
+  /**
+   * Whether this side has nothing in flight that the edge still has to answer (no output
+   * waiting for its ack): only then may the link's liveness ping be an auto-responded text
+   * ping (see startHeartbeat). Default: always.
+   */
+  settled?: () => boolean;
 }
 
 export interface EdgeLinkHandlers {
@@ -41,7 +47,10 @@ export class EdgeLink {
   private attempt = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
-  private lastPong = 0;
+  /** When anything last came from the edge (a pong, an ack, any message). */
+  private lastHeard = 0;
+  /** When this side last sent anything (the edge takes a link silent for 30 s for dead). */
+  private lastSent = 0;
   private stopped = false;
 
   constructor(
@@ -58,6 +67,7 @@ export class EdgeLink {
     const socket = this.socket;
     if (socket?.readyState !== WebSocket.OPEN) return false;
     socket.send(data);
+    this.lastSent = Date.now();
     return true;
   }
 
@@ -69,6 +79,7 @@ export class EdgeLink {
     const socket = this.socket;
     if (socket?.readyState !== WebSocket.OPEN) return false;
     parts.forEach((part, i) => socket.send(part, { binary: true, fin: i === parts.length - 1 }));
+    this.lastSent = Date.now();
     return true;
   }
 
@@ -116,15 +127,16 @@ export class EdgeLink {
     socket.on("open", () => {
       opened = true;
       this.attempt = 0;
-      this.lastPong = Date.now();
+      this.lastHeard = this.lastSent = Date.now();
       this.startHeartbeat(socket);
       this.handlers.onOpen();
     });
+    socket.on("pong", () => {
+      this.lastHeard = Date.now();
+    });
     socket.on("message", (data: Buffer, isBinary) => {
-      if (!isBinary && data.byteLength === PONG_TEXT.length && data.toString("utf8") === PONG_TEXT) {
-        this.lastPong = Date.now();
-        return;
-      }
+      this.lastHeard = Date.now();
+      if (!isBinary && data.byteLength === PONG_TEXT.length && data.toString("utf8") === PONG_TEXT) return;
       this.handlers.onMessage(data, isBinary);
     });
     socket.on("error", (error) => log.debug("link.error", { key, error }));
@@ -144,17 +156,45 @@ export class EdgeLink {
     });
   }
 
+  /**
+   * Two heartbeats, neither of which races the object's own sends:
+   * - This side hears the edge through WebSocket ping frames when nothing else has come for a
+   *   period: kj answers them below JavaScript (queueing the pong behind a send in progress),
+   *   so they never wake the object.
+   * - The edge hears this side through its frames, or, when the link has carried nothing this
+   *   way for a period and nothing is waiting for an ack, the text ping that the object
+   *   auto-responds to without waking. The auto-responded pong is written outside the object's
+   *   send queue; next to a send in progress it trips workerd's "expected !currentlySending"
+   *   and stalls the link (reproduced with 300 busy sessions: test/scale.test.ts), so it is
+   *   sent only on a link with nothing in flight.
+   * Silence for 2.5 periods ends the link (it is redialled).
+   */
   private startHeartbeat(socket: WebSocket): void {
     const every = this.options.heartbeatMs ?? 10_000;
     this.heartbeat = setInterval(() => {
-      if (Date.now() - this.lastPong > every * 2.5) {
-        log.warn("link.heartbeat", { key: this.options.key, outcome: "no_pong" });
-        socket.terminate();
+      const now = Date.now();
+      const silent = now - this.lastHeard;
+      if (silent > every * 2.5) {
+        // Timers run before I/O in each turn of the event loop: after a long busy turn, frames
+        // may be waiting unread. Judge once they have been read (setImmediate runs after I/O).
+        setImmediate(() => {
+          const unheard = Date.now() - this.lastHeard;
+          if (unheard <= every * 2.5 || socket.readyState !== WebSocket.OPEN) return;
+          log.warn("link.heartbeat", { key: this.options.key, outcome: "no_pong", silentMs: unheard });
+          socket.terminate();
+        });
         return;
       }
-      if (socket.readyState === WebSocket.OPEN) socket.send(PING_TEXT);
-    }, every);
+      if (socket.readyState !== WebSocket.OPEN) return;
+      if (silent >= every) socket.ping();
+      if (now - this.lastSent >= every && (this.options.settled?.() ?? true)) {
+        socket.send(PING_TEXT);
+        this.lastSent = now;
+      }
+    }, every / 2);
   }
+
+
 
   private clearTimers(): void {
     if (this.retryTimer) clearTimeout(this.retryTimer);

@@ -65,6 +65,7 @@ export class HostedSession {
         runnerId: config.runnerId,
         linkToken: spawn.linkToken,
         key: this.key,
+        settled: () => this.delivery.unacknowledged === 0,
       },
       {
         onOpen: () => log.info("link.open", { key: this.key }),
@@ -195,6 +196,11 @@ export class HostedSession {
     } catch (error) {
       log.warn("link.apply", { key: this.key, type: message.type, error });
     }
+  }
+
+  /** The output log may have lost data: the edge drops what it kept of it. */
+  logMaybeLost(): void {
+    this.send({ type: "log_reset" });
   }
 
   private writeInput(bytes: Uint8Array): void {

@@ -20,6 +20,11 @@ const outputLog: OutputLog = redisLog ?? new MemoryLog(logOptions);
 
 const sessions = new Map<string, HostedSession>();
 const readers = new Map<string, ReaderLink>();
+// The edge keeps recently read output for replays: tell it when the log may have lost some.
+outputLog.onMaybeLost?.(() => {
+  for (const session of sessions.values()) session.logMaybeLost();
+  for (const reader of readers.values()) reader.logMaybeLost();
+});
 
 const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],

@@ -41,6 +41,13 @@ export interface OutputLog {
   /** Drops the session's log now. */
   remove(key: string): Promise<void>;
 
+  /**
+   * Calls `listener` whenever the log may have lost what it held (Redis came back after an
+   * outage, perhaps restarted without its data), so whoever keeps copies of it drops them.
+   * The in-process log loses nothing while the runner lives and never calls it.
+   */
+  onMaybeLost?(listener: () => void): void;
+
   /** Releases connections and timers. */
   close(): Promise<void>;
 }

@@ -2,7 +2,7 @@
 // runner to `serve` a session that has no host (exited, lost, or its runner gone), and closed
 // after a quiet spell.
 import { log } from "../shared/log.js";
-import { EdgeLinkMessage, parseMessage } from "../shared/protocol.js";
+import { EdgeLinkMessage, type RunnerLinkMessage, parseMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
 import { EdgeLink } from "./edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
@@ -55,6 +55,11 @@ export class ReaderLink {
     this.reads.cancelAll();
     this.link.stop(1000, "reader idle");
     this.onClosed(this.key);
+  }
+
+  /** The output log may have lost data: the edge drops what it kept of it. */
+  logMaybeLost(): void {
+    this.link.send(JSON.stringify({ type: "log_reset" } satisfies RunnerLinkMessage));
   }
 
   private touch(): void {

@@ -81,10 +81,19 @@ export class RedisLog implements OutputLog {
       // The server may have restarted without its data: TTLs must be set again on next append.
       for (const state of this.keys.values()) state.refreshedAt = -Infinity;
       if (this.up) return;
+      const again = this.down;
       this.up = true;
       this.down = false;
       log.info("redis.ready", {});
+      // Back after an outage: the server may have restarted without its data.
+      if (again) for (const listener of this.lostListeners) listener();
     });
+  }
+
+  private readonly lostListeners: (() => void)[] = [];
+
+  onMaybeLost(listener: () => void): void {
+    this.lostListeners.push(listener);
   }
 
   /** Resolves once connected (until then appends reject); rejects after `timeoutMs`. */

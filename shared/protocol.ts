@@ -188,6 +188,8 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("input_state"), full: z.boolean() }),
   /** input that arrived while the bound was passed was dropped */
   z.object({ type: z.literal("input_dropped"), bytes: z.number().int().min(0) }),
+  /** the output log may have lost data (Redis came back after an outage): drop copies of it */
+  z.object({ type: z.literal("log_reset") }),
   /** heartbeat; answered with `pong` by the edge without waking the object */
   z.object({ type: z.literal("ping") }),
 ]);

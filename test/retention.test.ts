@@ -90,4 +90,29 @@ describe("retention", () => {
     expect(sse.bytes.equals(expected.subarray(retainedFrom))).toBe(true);
     expect(sse.events.at(-1)?.event).toBe("exit");
   });
+
+  it("tells a replay from 0 about 20 MB of trimmed history with one gap, not one per read", async () => {
+    const total = seqOutput(2_500_000).byteLength;
+    const s = await api.create({ command: "/usr/bin/seq", args: ["1", "2500000"] });
+    const done = await api.request("GET", `/v1/sessions/${s.id}/wait?timeoutSec=60`);
+    expect(done.body).toMatchObject({ status: "exited", exitCode: 0, offset: total });
+    for (const via of ["websocket", "sse"] as const) {
+      let gaps: { from: number; to: number }[];
+      if (via === "websocket") {
+        const client = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
+        await client.waitForMessage((m) => m.type === "exit", "exit", 30_000);
+        expect(client.messages.map((m) => m.type)).toEqual(["hello", "gap", "replay", "live", "exit"]);
+        gaps = client.messages.filter((m) => m.type === "gap");
+        expect(client.startOffset).toBe(gaps[0].to);
+        client.socket.terminate();
+      } else {
+        const sse = new SseClient(edge.url, s.id, KEY, { query: "from=0" });
+        await sse.done;
+        gaps = sse.events.filter((e) => e.event === "gap").map((e) => JSON.parse(e.data));
+      }
+      expect(gaps).toHaveLength(1);
+      expect(gaps[0].from).toBe(0);
+      expect(total - gaps[0].to).toBeLessThanOrEqual(RETAIN + RETAIN / 8 + CHUNK);
+    }
+  });
 });

@@ -31,6 +31,15 @@ describe("ReplayCache", () => {
     expect(cache.take(12, 10)).toEqual([]);
   });
 
+  it("forgets a run the log no longer holds part of", () => {
+    const cache = new ReplayCache();
+    cache.note(10, bytes("abcd"));
+    cache.forget(0, 10); // before it: still the log's
+    expect([cache.from, cache.to]).toEqual([10, 14]);
+    cache.forget(0, 11);
+    expect(cache.take(10, 10)).toEqual([]);
+  });
+
   it("stops growing at its bound and empties on clear", () => {
     const cache = new ReplayCache();
     const mib = new Uint8Array(1 << 20);

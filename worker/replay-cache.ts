@@ -56,6 +56,11 @@ export class ReplayCache {
     return taken;
   }
 
+  /** The log does not hold [from, to): whatever the run holds of it is no longer the log's. */
+  forget(from: number, to: number): void {
+    if (this.chunks.length > 0 && from < this.to && to > this.from) this.clear();
+  }
+
   clear(): void {
     this.chunks = [];
     this.bytes = 0;
