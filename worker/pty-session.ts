@@ -91,6 +91,11 @@ const Tag = {
 const READ_PIECE_BYTES = 4 << 20;
 /** Most bytes one `GET .../output` answers with; `X-Offset-To` says where to go on from. */
 export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
+/**
+ * How far past the stored offset a client may resume: the output a restarted edge may not have
+ * stored (under ACK_BYTES plus what arrived during one storage sync), with room to spare.
+ */
+const RESUME_AHEAD_BYTES = 4 << 20;
 /** Output acknowledged to the runner at the latest after this many bytes or this delay. */
 const ACK_BYTES = 256 << 10;
 const ACK_DELAY_MS = 250;
@@ -630,9 +635,13 @@ export class PtySession extends DurableObject<Env> {
   private fanOut(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
     const now = Date.now();
     const stallMs = limits(this.env).clientStallMs;
+    const end = offset + data.byteLength;
     for (const sub of this.subscribers()) {
-      if (!sub.live || sub.closed) continue;
-      sub.deliver(offset, data, frame);
+      if (!sub.live || sub.closed || end <= sub.cursor) continue;
+      // A client may hold more than the edge does (it resumed from an offset the edge had not
+      // stored before it restarted): it gets only what lies past what it has.
+      if (offset < sub.cursor) sub.deliver(sub.cursor, data.subarray(sub.cursor - offset));
+      else sub.deliver(offset, data, frame);
       if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
       else if (sub instanceof SocketSubscriber && sub.stalled(now, stallMs)) this.cutSlow(sub);
     }
@@ -659,7 +668,12 @@ export class PtySession extends DurableObject<Env> {
 
   private startReplay(sub: Subscriber, from: StartFrom): void {
     const end = this.offset;
-    sub.cursor = from === "live" ? end : from === "retained" ? this.retainedFrom : Math.min(from, end);
+    // A `from` a little past the edge's offset is a client that saw output the edge had not yet
+    // stored when it restarted (the offset is stored with each ack): it waits there, and the
+    // runner sends those bytes again. Further past, it is taken for the current offset.
+    const ahead = typeof from === "number" && from > end && from - end <= RESUME_AHEAD_BYTES;
+    sub.cursor =
+      from === "live" ? end : from === "retained" ? this.retainedFrom : ahead ? from : Math.min(from, end);
     const replay: Replay = { quiet: from === "retained", announced: false, gap: undefined };
     // History known to be trimmed is skipped without reading it: one `gap` says so.
     if (sub.cursor < this.retainedFrom) {
@@ -790,9 +804,9 @@ export class PtySession extends DurableObject<Env> {
 
   private goLive(sub: Subscriber): void {
     sub.live = true;
-    sub.cursor = this.offset;
+    sub.cursor = Math.max(sub.cursor, this.offset);
     if (sub instanceof SocketSubscriber) sub.persist();
-    sub.control({ type: "live", offset: this.offset });
+    sub.control({ type: "live", offset: sub.cursor });
     if (this.stored && isTerminal(this.stored.record.status)) this.endSubscriber(sub);
   }
 
