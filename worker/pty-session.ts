@@ -1,13 +1,12 @@
-// PtySession: one Durable Object per tenant+session. Holds the session record and its
-// forward-only status and the offset of the output it has stored (acknowledged to the
-// runner); accepts the runner's links and every client (WebSocket with the hibernation API,
-// or Server-Sent Events); replays output from the runner-served log, then fans live output
-// out to every subscriber, cutting those that fall too far behind.
+// PtySession: one Durable Object per tenant+session. Holds the session record, its
+// forward-only status and the offset of the output it has received; accepts the runner's
+// links (host and reader, each with its link token), acknowledges output to the runner, and
+// hands output, clients and their replays to the ClientHub (client-hub.ts), which it wires
+// with callbacks. Log reads go through LogReads (log-reads.ts).
 import { DurableObject } from "cloudflare:workers";
-import { ApiError, CloseCode, type ErrorCode, type Failure, fail, isFailure } from "../shared/errors.js";
+import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import {
-  ClientMessage,
   type EdgeLinkMessage,
   PING_TEXT,
   PONG_TEXT,
@@ -28,11 +27,11 @@ import {
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
 import { runnerFromHeaders } from "./auth.js";
-import { refuseSocket, wantsRaw } from "./errors.js";
+import { refuseSocket } from "./errors.js";
 import { LogReads, type ReadHandler } from "./log-reads.js";
-import { ReplayCache } from "./replay-cache.js";
+import { CLIENT_TAG, ClientHub, READ_PIECE_BYTES, type StartFrom } from "./client-hub.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
-import { type ClientAttachment, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
+import type { SocketSubscriber } from "./subscribers.js";
 
 export interface CreateRequest {
   tenant: string;
@@ -62,8 +61,6 @@ interface Stored {
   readerToken: string;
 }
 
-/** Where a subscriber starts: an offset, everything retained, or live output only. */
-export type StartFrom = number | "retained" | "live";
 
 export interface OutputRange {
   from: number;
@@ -73,34 +70,18 @@ export interface OutputRange {
 
 type StartOutcome = "started" | "failed" | "timeout";
 
-/** Where a subscriber's replay stands: announced yet, and a gap not yet told. */
-interface Replay {
-  /** The client asked for everything retained: a leading gap is not reported. */
-  quiet: boolean;
-  announced: boolean;
-  gap: { from: number; to: number } | undefined;
-}
+
 
 const Tag = {
   Link: "link",
   Reader: "reader",
-  Client: "client",
 } as const;
 
-/** Output requested from the log per read: bounds what one read puts through the object. */
-const READ_PIECE_BYTES = 4 << 20;
 /** Most bytes one `GET .../output` answers with; `X-Offset-To` says where to go on from. */
 export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
-/**
- * How far past the stored offset a client may resume: the output a restarted edge may not have
- * stored (under ACK_BYTES plus what arrived during one storage sync), with room to spare.
- */
-const RESUME_AHEAD_BYTES = 4 << 20;
 /** Output acknowledged to the runner at the latest after this many bytes or this delay. */
 const ACK_BYTES = 256 << 10;
 const ACK_DELAY_MS = 250;
-/** Log reads for replays in flight at once per session. */
-const MAX_REPLAY_READS = 4;
 /** A host link silent (no heartbeat, no frame) this long is taken for dead. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
@@ -128,18 +109,11 @@ export class PtySession extends DurableObject<Env> {
   private retainedFrom: number;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
   private exitWaiters = new Set<() => void>();
-  /** Client sockets' state; rebuilt from attachments after hibernation. */
-  private readonly sockets = new Map<WebSocket, SocketSubscriber>();
-  private readonly streams = new Set<StreamSubscriber>();
   private readonly reads: LogReads;
+  private readonly clients: ClientHub;
   private lastLinkActivity = 0;
   /** `GET .../output` reads in flight. */
   private outputReads = 0;
-  private readonly replayCache = new ReplayCache();
-  /** Replays waiting for a read slot (MAX_REPLAY_READS). */
-  private replayQueue: (() => void)[] = [];
-  /** The log read each replaying subscriber waits on. */
-  private readonly replayReads = new Map<Subscriber, number>();
   /** The runner says input waiting for the process is past its bound. */
   private inputFull = false;
 
@@ -155,6 +129,19 @@ export class PtySession extends DurableObject<Env> {
       () => this.stored !== undefined && !isTerminal(this.stored.record.status),
       () => this.summonReader(),
     );
+    this.clients = new ClientHub(ctx, this.reads, {
+      offset: () => this.offset,
+      retainedFrom: () => this.retainedFrom,
+      noteLeadingGap: (from, to) => this.noteLeadingGap(from, to),
+      ended: () => this.stored !== undefined && isTerminal(this.stored.record.status),
+      exitMessage: () => this.exitMessage(),
+      view: () => this.view(),
+      limits: () => limits(this.env),
+      keyForLog: () => this.keyForLog(),
+      onInput: (sub, bytes) => this.clientInput(sub, bytes),
+      onResize: (sub, cols, rows) => this.clientResize(sub, cols, rows),
+      onSignal: (sub, signal) => this.clientSignal(sub, signal),
+    });
   }
 
   // ---- RPC, called by the Worker's routes ----
@@ -265,15 +252,14 @@ export class PtySession extends DurableObject<Env> {
     }
     const session = this.view();
     if (purge) {
+      this.clients.closeAll();
       for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
-      for (const stream of this.streams) stream.close();
       const key = logKey(stored);
       const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
       if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
       this.stored = undefined;
       this.offset = 0;
       this.retainedFrom = 0;
-      this.replayCache.clear();
       await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
     }
@@ -344,8 +330,12 @@ export class PtySession extends DurableObject<Env> {
       return this.acceptLink(url.searchParams.get("role") === "reader", request.headers);
     }
     const from = parseStart(request.headers.get("x-ptyb-from"));
-    if (url.pathname.endsWith("/stream")) return this.openStream(from, request.headers.get("x-ptyb-role") === "owner");
-    return this.acceptClient(request, from);
+    if (url.pathname.endsWith("/stream")) {
+      if (!this.stored) return Response.json(this.notFound(), { status: 404 });
+      return this.clients.openStream(from, request.headers.get("x-ptyb-role") === "owner");
+    }
+    if (!this.stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
+    return this.clients.acceptSocket(request, from);
   }
 
   /**
@@ -380,52 +370,11 @@ export class PtySession extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: runnerSide });
   }
 
-  private acceptClient(request: Request, from: StartFrom): Response {
-    const framed = request.headers.get("x-ptyb-mode") !== "raw";
-    if (!this.stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
-    // Set by the Worker from the caller's credential; anything but a viewer may write.
-    const role = request.headers.get("x-ptyb-role");
-    const refused = this.refuseOverClientLimit(role === "owner");
-    if (refused) return refuseSocket(refused, request);
-    const { 0: client, 1: server } = new WebSocketPair();
-    this.ctx.acceptWebSocket(server, [Tag.Client]);
-    const sub = new SocketSubscriber(
-      server,
-      framed ? "framed" : "raw",
-      this.offset,
-      false,
-      role === "viewer",
-      role === "owner",
-    );
-    this.sockets.set(server, sub);
-    sub.persist();
-    sub.control({ type: "hello", session: this.view() });
-    this.startReplay(sub, from);
-    const headers = new Headers();
-    if (wantsRaw(request).subprotocol) headers.set("sec-websocket-protocol", "raw");
-    return new Response(null, { status: 101, webSocket: client, headers });
-  }
-
-  private openStream(from: StartFrom, owner: boolean): Response {
-    if (!this.stored) return Response.json({ error: { code: "NOT_FOUND", message: "session not found" } }, { status: 404 });
-    const refused = this.refuseOverClientLimit(owner);
-    if (refused) return Response.json(refused.toBody(), { status: refused.status });
-    const sub: StreamSubscriber = new StreamSubscriber(this.offset, limits(this.env).maxClientLagBytes, () => {
-      this.streams.delete(sub);
-      this.cancelReplay(sub);
-    });
-    this.streams.add(sub);
-    this.startReplay(sub, from);
-    return new Response(sub.body, {
-      headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
-    });
-  }
-
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     try {
       const tags = this.ctx.getTags(ws);
       if (tags.includes(Tag.Link) || tags.includes(Tag.Reader)) await this.onLinkMessage(ws, message);
-      else await this.onClientMessage(ws, message);
+      else this.clients.onMessage(ws, message);
     } catch (error) {
       log.error("session.socket", { key: this.keyForLog(), outcome: "handler_error", error });
     }
@@ -435,15 +384,7 @@ export class PtySession extends DurableObject<Env> {
     try {
       closeQuietly(ws, 1000, "closed");
       const tags = this.ctx.getTags(ws);
-      if (tags.includes(Tag.Client)) {
-        const sub = this.sockets.get(ws);
-        if (sub) {
-          sub.closed = true;
-          this.cancelReplay(sub);
-        }
-        this.sockets.delete(ws);
-        return;
-      }
+      if (tags.includes(CLIENT_TAG)) return this.clients.onClose(ws);
       this.reads.linkClosed(ws);
       if (tags.includes(Tag.Link)) await this.onHostLinkGone(ws, code);
     } catch (error) {
@@ -529,7 +470,7 @@ export class PtySession extends DurableObject<Env> {
       case "read_end":
         return this.reads.end(ws, msg.id, msg.to, msg.error);
       case "log_reset":
-        return this.replayCache.clear();
+        return this.clients.forgetCache();
       case "ping":
         return;
     }
@@ -554,12 +495,7 @@ export class PtySession extends DurableObject<Env> {
       case "input_dropped": {
         log.warn("session.input", { key: this.keyForLog(), outcome: "dropped", bytes: msg.bytes });
         const message = `${msg.bytes} bytes of input were dropped: the process is not reading its input`;
-        for (const sub of this.subscribers()) {
-          if (sub instanceof SocketSubscriber && !sub.closed && !sub.readOnly) {
-            sub.control({ type: "error", code: "QUOTA_EXCEEDED", message });
-          }
-        }
-        return;
+        return this.clients.tellWriters("QUOTA_EXCEEDED", message);
       }
     }
   }
@@ -590,7 +526,7 @@ export class PtySession extends DurableObject<Env> {
     // need not wait for a write: the offset is stored with the next ack (ackWhenDurable). An
     // edge that restarts before that resumes from the stored offset, and the runner, which
     // drops only acknowledged output, sends the rest again.
-    this.fanOut(offset, data, whole);
+    this.clients.fanOut(offset, data, whole);
     this.ackSoon();
   }
 
@@ -632,157 +568,6 @@ export class PtySession extends DurableObject<Env> {
     );
   }
 
-  private fanOut(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
-    const now = Date.now();
-    const stallMs = limits(this.env).clientStallMs;
-    const end = offset + data.byteLength;
-    for (const sub of this.subscribers()) {
-      if (!sub.live || sub.closed || end <= sub.cursor) continue;
-      // A client may hold more than the edge does (it resumed from an offset the edge had not
-      // stored before it restarted): it gets only what lies past what it has.
-      if (offset < sub.cursor) sub.deliver(sub.cursor, data.subarray(sub.cursor - offset));
-      else sub.deliver(offset, data, frame);
-      if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
-      else if (sub instanceof SocketSubscriber && sub.stalled(now, stallMs)) this.cutSlow(sub);
-    }
-  }
-
-  /**
-   * How far a subscriber may fall behind. A raw client cannot acknowledge: its "lag" is what
-   * was sent since its own last frame, allowed twice MAX_CLIENT_LAG_BYTES so that a full
-   * replay of the retained log fits (docs/protocol.md, "Slow clients").
-   */
-  private maxLag(sub: Subscriber): number {
-    const max = limits(this.env).maxClientLagBytes;
-    return sub.kind === "raw" ? 2 * max : max;
-  }
-
-  private cutSlow(sub: Subscriber): void {
-    log.info("client.slow", { key: this.keyForLog(), kind: sub.kind, cursor: sub.cursor, lag: sub.lag() });
-    sub.close(CloseCode.SlowConsumer, "slow consumer: reconnect with from");
-    this.cancelReplay(sub);
-    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
-  }
-
-  // ---- Replay: log first, then live, with no gap and no overlap at the switch-over ----
-
-  private startReplay(sub: Subscriber, from: StartFrom): void {
-    const end = this.offset;
-    // A `from` a little past the edge's offset is a client that saw output the edge had not yet
-    // stored when it restarted (the offset is stored with each ack): it waits there, and the
-    // runner sends those bytes again. Further past, it is taken for the current offset.
-    const ahead = typeof from === "number" && from > end && from - end <= RESUME_AHEAD_BYTES;
-    sub.cursor =
-      from === "live" ? end : from === "retained" ? this.retainedFrom : ahead ? from : Math.min(from, end);
-    const replay: Replay = { quiet: from === "retained", announced: false, gap: undefined };
-    // History known to be trimmed is skipped without reading it: one `gap` says so.
-    if (sub.cursor < this.retainedFrom) {
-      replay.gap = { from: sub.cursor, to: this.retainedFrom };
-      sub.cursor = this.retainedFrom;
-    }
-    if (sub.cursor >= end) {
-      this.flushGap(sub, replay);
-      return this.goLive(sub);
-    }
-    this.continueReplay(sub, replay);
-  }
-
-  /**
-   * Reads the next piece up to the current offset; once caught up, the subscriber goes live.
-   * `replay` is announced before the first replayed byte, after any gap in front of it;
-   * adjacent gaps (one per piece read) reach the client as one.
-   */
-  private continueReplay(sub: Subscriber, replay: Replay): void {
-    if (sub.closed) return;
-    if (sub.cursor >= this.offset) {
-      this.flushGap(sub, replay);
-      return this.goLive(sub);
-    }
-    const deliver = (offset: number, data: Uint8Array) => {
-      if (offset + data.byteLength <= sub.cursor) return;
-      if (offset < sub.cursor) {
-        data = data.subarray(sub.cursor - offset);
-        offset = sub.cursor;
-      }
-      this.flushGap(sub, replay);
-      if (!replay.announced) {
-        replay.announced = true;
-        sub.control({ type: "replay", from: offset, to: this.offset });
-      }
-      sub.deliver(offset, data);
-      // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
-      if (sub instanceof SocketSubscriber) sub.persist();
-      if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
-    };
-    // What was read lately is in the object already: no read for it.
-    const cached = this.replayCache.take(sub.cursor, READ_PIECE_BYTES);
-    if (cached.length > 0) {
-      for (const chunk of cached) if (!sub.closed) deliver(chunk.offset, chunk.data);
-      if (!sub.closed) sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
-      return;
-    }
-    // A few log reads at a time per session; the rest wait, and most then start from the cache.
-    if (this.replayReads.size >= MAX_REPLAY_READS) {
-      this.replayQueue.push(() => this.continueReplay(sub, replay));
-      return;
-    }
-    const to = Math.min(this.offset, sub.cursor + READ_PIECE_BYTES);
-    const id = this.reads.read(sub.cursor, to, {
-      onChunk: (offset, data) => {
-        this.replayCache.note(offset, data);
-        if (sub.closed) return this.cancelReplay(sub);
-        deliver(offset, data);
-      },
-      onGap: (gapFrom, gapTo) => {
-        this.replayCache.forget(gapFrom, gapTo);
-        if (sub.closed) return;
-        if (!replay.announced) this.noteLeadingGap(gapFrom, gapTo);
-        if (replay.gap && replay.gap.to === gapFrom) replay.gap.to = gapTo;
-        else {
-          this.flushGap(sub, replay);
-          replay.gap = { from: gapFrom, to: gapTo };
-        }
-        sub.cursor = Math.max(sub.cursor, gapTo);
-      },
-      onEnd: (_to, error) => {
-        this.replayReads.delete(sub);
-        this.startQueuedReplays();
-        if (sub.closed) return;
-        if (error) return this.failReplay(sub, error);
-        // The next piece waits until the client has taken most of this one.
-        sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
-      },
-    });
-    this.replayReads.set(sub, id);
-  }
-
-  /** The subscriber has gone: its replay's read stops, at the runner too. */
-  private cancelReplay(sub: Subscriber): void {
-    const id = this.replayReads.get(sub);
-    if (id === undefined) return;
-    this.replayReads.delete(sub);
-    this.reads.cancel(id);
-    this.startQueuedReplays();
-  }
-
-  private startQueuedReplays(): void {
-    while (this.replayReads.size < MAX_REPLAY_READS) {
-      const next = this.replayQueue.shift();
-      if (!next) return;
-      next();
-    }
-  }
-
-  /** Tells the subscriber about the gap the replay has skipped so far, if any. */
-  private flushGap(sub: Subscriber, replay: Replay): void {
-    const gap = replay.gap;
-    if (!gap) return;
-    replay.gap = undefined;
-    // With no `from` the client asked for whatever is retained: a leading gap is no news.
-    if (replay.quiet && !replay.announced) return;
-    sub.control({ type: "gap", from: gap.from, to: gap.to });
-  }
-
   /** A read found nothing in [from, to): if that reaches back to the log's start, the start moved. */
   private noteLeadingGap(from: number, to: number): void {
     if (from <= this.retainedFrom) this.noteRetainedFrom(to);
@@ -794,26 +579,6 @@ export class PtySession extends DurableObject<Env> {
     if (next <= this.retainedFrom) return;
     this.retainedFrom = next;
     this.ctx.storage.kv.put("retainedFrom", next);
-  }
-
-  private failReplay(sub: Subscriber, error: { code: ErrorCode; message: string }): void {
-    sub.control({ type: "error", code: error.code, message: error.message });
-    sub.close(1013, "replay failed: reconnect with from");
-    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
-  }
-
-  private goLive(sub: Subscriber): void {
-    sub.live = true;
-    sub.cursor = Math.max(sub.cursor, this.offset);
-    if (sub instanceof SocketSubscriber) sub.persist();
-    sub.control({ type: "live", offset: sub.cursor });
-    if (this.stored && isTerminal(this.stored.record.status)) this.endSubscriber(sub);
-  }
-
-  private endSubscriber(sub: Subscriber): void {
-    sub.control(this.exitMessage());
-    sub.close(CloseCode.SessionEnded, "session ended");
-    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
   }
 
   /** Reads [from, to) in one go, for `output`; resolves with the failure, if it failed. */
@@ -847,39 +612,9 @@ export class PtySession extends DurableObject<Env> {
     return !isFailure(sent);
   }
 
-  // ---- Clients ----
+  // ---- Client requests (from the hub) ----
 
-  private async onClientMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const sub = this.socketSubscriber(ws);
-    if (sub.closed) return;
-    sub.heard();
-    if (sub.kind === "raw") {
-      const bytes = typeof message === "string" ? new TextEncoder().encode(message) : new Uint8Array(message);
-      return this.clientInput(sub, bytes);
-    }
-    if (typeof message !== "string") {
-      const frame = decodeFrame(new Uint8Array(message));
-      if (frame.op === "input") return this.clientInput(sub, frame.data);
-      const reason = frame.op === "invalid" ? frame.reason : "clients may only send input frames (0x02)";
-      return sub.control({ type: "error", code: "INVALID_REQUEST", message: reason });
-    }
-    const parsed = parseMessage(ClientMessage, message);
-    if (!parsed.ok) return sub.control({ type: "error", code: "INVALID_REQUEST", message: parsed.reason });
-    const msg = parsed.value;
-    if (msg.type === "ping") return sub.control({ type: "pong" });
-    if (msg.type === "ack") {
-      if (sub.ack(msg.offset)) return;
-      // An ack for bytes never sent would hide the client's lag: a protocol error.
-      log.warn("client.ack", { key: this.keyForLog(), outcome: "beyond_sent", ack: msg.offset, sent: sub.cursor });
-      sub.control({ type: "error", code: "INVALID_REQUEST", message: `ack ${msg.offset} is beyond what was sent (${sub.cursor})` });
-      return sub.close(1008, "ack beyond what was sent");
-    }
-    const refused = this.refuseWrite(sub);
-    if (refused) return sub.control({ type: "error", ...refused.failure });
-    if (msg.type === "resize") this.applyResize(msg.cols, msg.rows);
-    else this.sendLink({ type: "signal", signal: msg.signal });
-  }
-
+  /** Input from a client socket: checked per frame against its role, the size and the runner's input bound. */
   private clientInput(sub: SocketSubscriber, bytes: Uint8Array): void {
     const max = limits(this.env).maxInputBytes;
     const refused =
@@ -894,59 +629,16 @@ export class PtySession extends DurableObject<Env> {
     this.sendLinkBytes(encodeInput(bytes));
   }
 
-  /** The state of a client socket, from memory or, after hibernation, from its attachment. */
-  private socketSubscriber(ws: WebSocket): SocketSubscriber {
-    let sub = this.sockets.get(ws);
-    if (!sub) {
-      const att = ws.deserializeAttachment() as ClientAttachment | null;
-      // A live client continues from the current offset; one caught mid-replay restarts from its start.
-      const live = att?.live ?? true;
-      const cursor = live ? this.offset : (att?.cursor ?? this.offset);
-      sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true, att?.owner ?? false);
-      sub.closed = att?.cut ?? false;
-      this.sockets.set(ws, sub);
-      log.warn("client.restored", { key: this.keyForLog(), live, cursor, offset: this.offset });
-      if (!live && !sub.closed) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });
-    }
-    return sub;
+  private clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
+    const refused = this.refuseWrite(sub);
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    this.applyResize(cols, rows);
   }
 
-  private *subscribers(): Iterable<Subscriber> {
-    for (const ws of this.ctx.getWebSockets(Tag.Client)) yield this.socketSubscriber(ws);
-    yield* this.streams;
-  }
-
-  /**
-   * Whether one more client fits: MAX_CLIENTS_PER_SESSION, of which one slot is kept for the
-   * owner's key. When full, framed clients that stopped reading (behind and silent for
-   * CLIENT_STALL_MS) are cut first, so idle or never-acking clients cannot hold the slots.
-   */
-  private refuseOverClientLimit(owner: boolean): ApiError | undefined {
-    const max = limits(this.env).maxClientsPerSession;
-    const room = owner ? max : max - 1;
-    if (this.clientCount() >= room) this.cutStalled();
-    if (this.clientCount() < room) return undefined;
-    const kept = owner ? "" : " (one more is kept for the owner's API key)";
-    return new ApiError("QUOTA_EXCEEDED", `at most ${room} clients per session${kept}`, 1);
-  }
-
-  /** Cuts framed clients that are behind and have sent nothing (no ack) for CLIENT_STALL_MS. */
-  private cutStalled(now = Date.now()): void {
-    const stallMs = limits(this.env).clientStallMs;
-    for (const ws of this.ctx.getWebSockets(Tag.Client)) {
-      const sub = this.socketSubscriber(ws);
-      if (!sub.stalled(now, stallMs)) continue;
-      log.info("client.stalled", { key: this.keyForLog(), kind: sub.kind, lag: sub.lag(), silentMs: now - sub.lastHeard });
-      sub.close(CloseCode.SlowConsumer, "no ack while behind: reconnect with from");
-    }
-  }
-
-  /** Clients holding a slot: cut and closed ones do not, even while their close completes. */
-  private clientCount(): number {
-    let count = 0;
-    for (const ws of this.ctx.getWebSockets(Tag.Client)) if (!this.socketSubscriber(ws).closed) count++;
-    for (const stream of this.streams) if (!stream.closed) count++;
-    return count;
+  private clientSignal(sub: SocketSubscriber, signal: SignalName): void {
+    const refused = this.refuseWrite(sub);
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    this.sendLink({ type: "signal", signal });
   }
 
   // ---- State ----
@@ -958,7 +650,7 @@ export class PtySession extends DurableObject<Env> {
     stored.record.rows = rows;
     this.save();
     this.sendLink({ type: "resize", cols, rows });
-    for (const sub of this.subscribers()) if (sub.live) sub.control({ type: "resize", cols, rows });
+    this.clients.broadcast({ type: "resize", cols, rows });
   }
 
   /** Moves the status forward (never back) and tells whoever waits on it. */
@@ -975,7 +667,7 @@ export class PtySession extends DurableObject<Env> {
     log.info("session.status", { key: this.keyForLog(), status });
     if (isTerminal(status)) {
       // Subscribers still replaying get `exit` once they catch up.
-      for (const sub of this.subscribers()) if (sub.live && !sub.closed) this.endSubscriber(sub);
+      this.clients.sessionEnded();
       for (const link of this.ctx.getWebSockets(Tag.Link)) closeQuietly(link, CloseCode.SessionEnded, "session ended");
       for (const resolve of this.exitWaiters) resolve();
       this.exitWaiters.clear();
@@ -1028,7 +720,7 @@ export class PtySession extends DurableObject<Env> {
       ...stored.record,
       offset: this.offset,
       retainedFrom: this.retainedFrom,
-      clients: this.clientCount(),
+      clients: this.clients.count(),
     };
   }
 
