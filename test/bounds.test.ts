@@ -143,6 +143,24 @@ describe("bounds", () => {
     await api.destroy(s.id);
   });
 
+  it("gives a client restored from hibernation every byte of the output that woke the object", async () => {
+    const s = await api.create(BASH);
+    const client = connect(s.id, KEY);
+    await client.waitForMessage((m) => m.type === "live", "live");
+    // Idle past workerd's hibernation timeout (about 10 s), then output wakes the object; once
+    // the edge says it restored the client from its attachment, the wake-up has been exercised.
+    let round = 0;
+    while (!edge.output().includes('"event":"client.restored"')) {
+      if (++round > 4) throw new Error("the session object never hibernated");
+      await new Promise((r) => setTimeout(r, 11_000)); // idle time is the scenario, not a wait for a result
+      await api.input(s.id, `echo woke-$((${round}+10))\n`);
+      await client.waitForOutput(line(`woke-${round + 10}`));
+    }
+    expect(client.offsetErrors).toEqual([]);
+    await until(async () => (await api.get(s.id)).offset === client.nextOffset, 5000, "every byte at the client");
+    await api.destroy(s.id);
+  }, 90_000);
+
   it("answers 20 concurrent 8 MiB output reads with 200 or 429, and the session stays up", async () => {
     const s = await api.create(BASH);
     await api.input(s.id, "head -c 6400000 /dev/urandom | base64; echo big-$((5*5))\n");

@@ -521,12 +521,14 @@ export class PtySession extends DurableObject<Env> {
       offset = this.offset;
       whole = undefined;
     }
-    this.offset = end;
     // The bytes are in the output log already (the runner appends before it sends), so clients
     // need not wait for a write: the offset is stored with the next ack (ackWhenDurable). An
     // edge that restarts before that resumes from the stored offset, and the runner, which
     // drops only acknowledged output, sends the rest again.
+    // Fanned out before the offset moves: clients restored from hibernation by this very frame
+    // take the offset as where they stand, and this frame starts there.
     this.clients.fanOut(offset, data, whole);
+    this.offset = end;
     this.ackSoon();
   }
 
