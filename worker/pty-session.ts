@@ -1,21 +1,12 @@
 // PtySession: one Durable Object per tenant+session. Holds the session record, its
-// forward-only status and the offset of the output it has received; accepts the runner's
-// links (host and reader, each with its link token), acknowledges output to the runner, and
-// hands output, clients and their replays to the ClientHub (client-hub.ts), which it wires
-// with callbacks. Log reads go through LogReads (log-reads.ts).
+// forward-only status and the offset of the output it has received, and wires the parts that
+// own the rest with callbacks: RunnerLinks (runner-links.ts: the host and reader links, their
+// tokens, acks and input state), ClientHub (client-hub.ts: clients, their replays and bounds)
+// and LogReads (log-reads.ts: reads of the output log through a runner).
 import { DurableObject } from "cloudflare:workers";
 import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import {
-  type EdgeLinkMessage,
-  PING_TEXT,
-  PONG_TEXT,
-  RunnerLinkMessage,
-  type ServerMessage,
-  decodeFrame,
-  encodeInput,
-  parseMessage,
-} from "../shared/protocol.js";
+import { PING_TEXT, PONG_TEXT, type ServerMessage, encodeInput } from "../shared/protocol.js";
 import {
   KILL_GRACE_MS,
   type Session,
@@ -26,11 +17,11 @@ import {
   isTerminal,
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
-import { runnerFromHeaders } from "./auth.js";
 import { refuseSocket } from "./errors.js";
 import { LogReads, type ReadHandler } from "./log-reads.js";
 import { CLIENT_TAG, ClientHub, READ_PIECE_BYTES, type StartFrom } from "./client-hub.js";
-import { closeQuietly, sendQuietly } from "./sockets.js";
+import { type LinkPort, RunnerLinks } from "./runner-links.js";
+import { closeQuietly } from "./sockets.js";
 import type { SocketSubscriber } from "./subscribers.js";
 
 export interface CreateRequest {
@@ -61,7 +52,6 @@ interface Stored {
   readerToken: string;
 }
 
-
 export interface OutputRange {
   from: number;
   to: number;
@@ -70,18 +60,8 @@ export interface OutputRange {
 
 type StartOutcome = "started" | "failed" | "timeout";
 
-
-
-const Tag = {
-  Link: "link",
-  Reader: "reader",
-} as const;
-
 /** Most bytes one `GET .../output` answers with; `X-Offset-To` says where to go on from. */
 export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
-/** Output acknowledged to the runner at the latest after this many bytes or this delay. */
-const ACK_BYTES = 256 << 10;
-const ACK_DELAY_MS = 250;
 /** A host link silent (no heartbeat, no frame) this long is taken for dead. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
@@ -100,22 +80,15 @@ export class PtySession extends DurableObject<Env> {
   private stored: Stored | undefined;
   /** Offset of the next output byte: everything below it is stored in the log and acknowledged. */
   private offset: number;
-  /** A storage sync for the runner's ack is in flight. */
-  private syncing = false;
-  /** The offset the last sync was started for, and the timer of the next one. */
-  private ackRequested = 0;
-  private ackTimer: ReturnType<typeof setTimeout> | undefined;
   /** Oldest offset the log still holds, as the runner last reported it. */
   private retainedFrom: number;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
   private exitWaiters = new Set<() => void>();
   private readonly reads: LogReads;
   private readonly clients: ClientHub;
-  private lastLinkActivity = 0;
+  private readonly links: RunnerLinks;
   /** `GET .../output` reads in flight. */
   private outputReads = 0;
-  /** The runner says input waiting for the process is past its bound. */
-  private inputFull = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -125,10 +98,26 @@ export class PtySession extends DurableObject<Env> {
     // Heartbeats from runners and clients are answered without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     this.reads = new LogReads(
-      () => this.hostLink() ?? this.readerLink(),
+      () => this.links.forReads(),
       () => this.stored !== undefined && !isTerminal(this.stored.record.status),
       () => this.summonReader(),
     );
+    this.links = new RunnerLinks(ctx, this.reads, {
+      offset: () => this.offset,
+      output: (offset, data, frame) => this.onOutput(offset, data, frame),
+      storeOffset: () => {
+        this.ctx.storage.kv.put("offset", this.offset);
+        return this.offset;
+      },
+      hostSaid: (msg) => this.hostSaid(msg),
+      logMaybeLost: () => this.clients.forgetCache(),
+      hostLinked: () => {
+        this.ctx.storage.kv.delete("linkLostAt");
+        void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_TIMEOUT_MS);
+      },
+      hostGone: (code) => this.onHostLinkGone(code),
+      keyForLog: () => this.keyForLog(),
+    });
     this.clients = new ClientHub(ctx, this.reads, {
       offset: () => this.offset,
       retainedFrom: () => this.retainedFrom,
@@ -213,7 +202,7 @@ export class PtySession extends DurableObject<Env> {
   input(bytes: Uint8Array): { bytes: number } | Failure {
     const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
     if (refused) return refused;
-    this.sendLinkBytes(encodeInput(bytes));
+    this.links.sendBytes(encodeInput(bytes));
     return { bytes: bytes.byteLength };
   }
 
@@ -227,7 +216,7 @@ export class PtySession extends DurableObject<Env> {
   signal(signal: SignalName): { signal: string } | Failure {
     const refused = this.refuseUnlessRunning();
     if (refused) return refused;
-    this.sendLink({ type: "signal", signal });
+    this.links.send({ type: "signal", signal });
     return { signal };
   }
 
@@ -242,8 +231,8 @@ export class PtySession extends DurableObject<Env> {
     const stored = this.stored;
     if (!stored) return this.notFound();
     if (!isTerminal(stored.record.status)) {
-      if (this.hostLink()) {
-        this.sendLink({ type: "kill", graceMs: KILL_GRACE_MS });
+      if (this.links.host()) {
+        this.links.send({ type: "kill", graceMs: KILL_GRACE_MS });
         await this.untilExit(KILL_GRACE_MS + 5000);
       }
       if (!isTerminal(stored.record.status)) {
@@ -327,7 +316,10 @@ export class PtySession extends DurableObject<Env> {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname.endsWith("/link")) {
-      return this.acceptLink(url.searchParams.get("role") === "reader", request.headers);
+      const stored = this.stored;
+      if (!stored) return new Response("no such session", { status: 404 });
+      const ended = isTerminal(stored.record.status);
+      return this.links.accept(url.searchParams.get("role") === "reader", request.headers, stored, ended);
     }
     const from = parseStart(request.headers.get("x-ptyb-from"));
     if (url.pathname.endsWith("/stream")) {
@@ -338,42 +330,9 @@ export class PtySession extends DurableObject<Env> {
     return this.clients.acceptSocket(request, from);
   }
 
-  /**
-   * A runner's link. The host link needs this session's link token (given only to the runner
-   * the session was placed on) and, from a runner with a credential, that runner's id; a
-   * reader link needs the reader token. Anything else is refused, and never replaces a link.
-   */
-  private acceptLink(reader: boolean, headers: Headers): Response {
-    const stored = this.stored;
-    if (!stored) return new Response("no such session", { status: 404 });
-    const runner = runnerFromHeaders(headers);
-    const expected = reader ? stored.readerToken : stored.linkToken;
-    const presented = headers.get("x-link-token") ?? "";
-    const misplaced = !reader && runner.verified && runner.runnerId !== stored.runnerId;
-    if (!tokensEqual(presented, expected) || misplaced) {
-      log.warn("link.refused", { key: this.keyForLog(), reader, runnerId: runner.runnerId, misplaced });
-      return new Response("this link credential is not this session's", { status: 403 });
-    }
-    if (!reader && isTerminal(stored.record.status)) return new Response("session has ended", { status: 409 });
-    const { 0: runnerSide, 1: server } = new WebSocketPair();
-    if (reader) {
-      this.ctx.acceptWebSocket(server, [Tag.Reader]);
-    } else {
-      for (const old of this.ctx.getWebSockets(Tag.Link)) closeQuietly(old, 1000, "replaced by a new link");
-      this.ctx.acceptWebSocket(server, [Tag.Link]);
-      this.lastLinkActivity = Date.now();
-      this.ctx.storage.kv.delete("linkLostAt");
-      void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_TIMEOUT_MS);
-      sendQuietly(server, JSON.stringify({ type: "resume", offset: this.offset } satisfies EdgeLinkMessage));
-    }
-    this.reads.linkOpened(server);
-    return new Response(null, { status: 101, webSocket: runnerSide });
-  }
-
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     try {
-      const tags = this.ctx.getTags(ws);
-      if (tags.includes(Tag.Link) || tags.includes(Tag.Reader)) await this.onLinkMessage(ws, message);
+      if (this.links.owns(ws)) await this.links.onMessage(ws, message);
       else this.clients.onMessage(ws, message);
     } catch (error) {
       log.error("session.socket", { key: this.keyForLog(), outcome: "handler_error", error });
@@ -383,10 +342,8 @@ export class PtySession extends DurableObject<Env> {
   async webSocketClose(ws: WebSocket, code: number): Promise<void> {
     try {
       closeQuietly(ws, 1000, "closed");
-      const tags = this.ctx.getTags(ws);
-      if (tags.includes(CLIENT_TAG)) return this.clients.onClose(ws);
-      this.reads.linkClosed(ws);
-      if (tags.includes(Tag.Link)) await this.onHostLinkGone(ws, code);
+      if (this.ctx.getTags(ws).includes(CLIENT_TAG)) return this.clients.onClose(ws);
+      await this.links.onClose(ws, code);
     } catch (error) {
       log.error("session.socket", { key: this.keyForLog(), outcome: "close_error", error });
     }
@@ -404,15 +361,12 @@ export class PtySession extends DurableObject<Env> {
     const stored = this.stored;
     if (!stored || isTerminal(stored.record.status)) return;
     const now = Date.now();
-    const link = this.hostLink();
-    if (link) {
-      const heard = Math.max(this.lastLinkActivity, this.ctx.getWebSocketAutoResponseTimestamp(link)?.getTime() ?? 0);
-      // After a wake-up `lastLinkActivity` is 0 and a heartbeat may not have come yet: wait one more period.
-      if (heard === 0) this.lastLinkActivity = now;
-      else if (now - heard > HEARTBEAT_TIMEOUT_MS) {
-        log.warn("link.heartbeat", { key: this.keyForLog(), outcome: "silent", silentMs: now - heard });
-        closeQuietly(link, 1001, "heartbeat timeout");
-        await this.onHostLinkGone(link, 1001);
+    const silent = this.links.silentFor(now, HEARTBEAT_TIMEOUT_MS);
+    if (silent !== "none") {
+      if (silent) {
+        log.warn("link.heartbeat", { key: this.keyForLog(), outcome: "silent", silentMs: silent.silentMs });
+        closeQuietly(silent.link, 1001, "heartbeat timeout");
+        await this.onHostLinkGone(1001);
         return;
       }
       await this.ctx.storage.setAlarm(now + HEARTBEAT_TIMEOUT_MS);
@@ -428,10 +382,10 @@ export class PtySession extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(lostAt + grace);
   }
 
-  private async onHostLinkGone(ws: WebSocket, code: number): Promise<void> {
+  /** The host link is gone (and no other is open): the session waits LINK_GRACE_MS for it. */
+  private async onHostLinkGone(code: number): Promise<void> {
     const stored = this.stored;
-    const otherLink = this.ctx.getWebSockets(Tag.Link).some((w) => w !== ws && w.readyState === WebSocket.OPEN);
-    if (!stored || isTerminal(stored.record.status) || otherLink) return;
+    if (!stored || isTerminal(stored.record.status)) return;
     log.warn("link.closed", { key: this.keyForLog(), code });
     if (stored.record.status === "starting") {
       this.startWaiter?.("failed");
@@ -443,38 +397,8 @@ export class PtySession extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(now + limits(this.env).linkGraceMs);
   }
 
-  private async onLinkMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    // Only the current host link speaks for the process: a replaced link's late frames are ignored.
-    const host = this.ctx.getTags(ws).includes(Tag.Link) && ws === this.hostLink();
-    if (this.ctx.getTags(ws).includes(Tag.Link) && !host) {
-      return log.warn("link.message", { key: this.keyForLog(), outcome: "stale_link" });
-    }
-    if (host) this.lastLinkActivity = Date.now();
-    if (typeof message !== "string") {
-      const frame = decodeFrame(new Uint8Array(message));
-      if (frame.op === "readChunk") return this.reads.chunk(ws, frame.readId, frame.offset, frame.data);
-      if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
-      log.warn("link.frame", { key: this.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
-      return;
-    }
-    if (message === PING_TEXT) return sendQuietly(ws, PONG_TEXT);
-    const parsed = parseMessage(RunnerLinkMessage, message, 1 << 16);
-    if (!parsed.ok) {
-      log.warn("link.message", { key: this.keyForLog(), outcome: "invalid", reason: parsed.reason });
-      return;
-    }
-    const msg = parsed.value;
-    switch (msg.type) {
-      case "read_gap":
-        return this.reads.gap(ws, msg.id, msg.from, msg.to);
-      case "read_end":
-        return this.reads.end(ws, msg.id, msg.to, msg.error);
-      case "log_reset":
-        return this.clients.forgetCache();
-      case "ping":
-        return;
-    }
-    if (!host) return log.warn("link.message", { key: this.keyForLog(), outcome: "reader_sent", type: msg.type });
+  /** Status and log news from the host link (RunnerLinks has checked it is the current one). */
+  private async hostSaid(msg: HostNews): Promise<void> {
     switch (msg.type) {
       case "started":
         await this.move("running", { pid: msg.pid });
@@ -489,9 +413,6 @@ export class PtySession extends DurableObject<Env> {
         return;
       case "retained":
         return this.noteRetainedFrom(msg.from);
-      case "input_state":
-        this.inputFull = msg.full;
-        return log.info("session.input", { key: this.keyForLog(), outcome: msg.full ? "full" : "drained" });
       case "input_dropped": {
         log.warn("session.input", { key: this.keyForLog(), outcome: "dropped", bytes: msg.bytes });
         const message = `${msg.bytes} bytes of input were dropped: the process is not reading its input`;
@@ -500,74 +421,17 @@ export class PtySession extends DurableObject<Env> {
     }
   }
 
-  /** Output from the host: store the new offset, acknowledge it, and fan the bytes out. */
-  private onOutput(link: WebSocket, offset: number, data: Uint8Array, frame: ArrayBuffer): void {
-    const end = offset + data.byteLength;
-    if (end <= this.offset) {
-      // Sent again after a reconnect: already stored (acknowledged once that write is durable).
-      this.ackWhenDurable();
-      return;
-    }
-    if (offset > this.offset) {
-      // A hole: bytes before `offset` never arrived. Never accept it; a new link resumes from
-      // the stored offset, and the runner sends again everything from there.
-      log.warn("link.frame", { key: this.keyForLog(), outcome: "offset_gap", expected: this.offset, got: offset });
-      closeQuietly(link, CloseCode.Resync, "output skipped ahead: reconnect and resume");
-      return;
-    }
-    let whole: ArrayBuffer | undefined = frame;
-    if (offset < this.offset) {
-      data = data.subarray(this.offset - offset);
-      offset = this.offset;
-      whole = undefined;
-    }
-    // The bytes are in the output log already (the runner appends before it sends), so clients
-    // need not wait for a write: the offset is stored with the next ack (ackWhenDurable). An
-    // edge that restarts before that resumes from the stored offset, and the runner, which
-    // drops only acknowledged output, sends the rest again.
-    // Fanned out before the offset moves: clients restored from hibernation by this very frame
-    // take the offset as where they stand, and this frame starts there.
-    this.clients.fanOut(offset, data, whole);
-    this.offset = end;
-    this.ackSoon();
-  }
-
   /**
-   * Acknowledges new output soon rather than at once: each ack waits for a storage sync, and a
-   * sync per chunk across hundreds of busy sessions is a flood of fsyncs (measured under wrangler
-   * dev: 300 sessions printing ten times a second stalled workerd, links and all, for 25 s).
-   * An ack goes out once ACK_BYTES are unacknowledged or ACK_DELAY_MS after the first of them,
-   * well inside the runner's flow-control window (FLOW_HIGH_WATER, 1 MiB).
+   * Output at the edge's offset: fanned out before the offset moves, since clients restored
+   * from hibernation by this very frame take the offset as where they stand. The bytes are in
+   * the log already (the runner appends before it sends), so clients need not wait for a
+   * write: the offset is stored with the next ack, and an edge that restarts before that
+   * resumes from the stored offset while the runner, which drops only acknowledged output,
+   * sends the rest again.
    */
-  private ackSoon(): void {
-    if (this.offset - this.ackRequested >= ACK_BYTES) return this.ackWhenDurable();
-    this.ackTimer ??= setTimeout(() => this.ackWhenDurable(), ACK_DELAY_MS);
-  }
-
-  /**
-   * Acknowledges the stored offset to the runner once it is durable; one sync at a time. The ack
-   * goes to the host link open when the sync ends, which may be a newer one than the frame's.
-   */
-  private ackWhenDurable(): void {
-    if (this.ackTimer) clearTimeout(this.ackTimer);
-    this.ackTimer = undefined;
-    if (this.syncing) return;
-    this.syncing = true;
-    const target = this.offset;
-    this.ackRequested = target;
-    this.ctx.storage.kv.put("offset", target);
-    this.ctx.storage.sync().then(
-      () => {
-        this.syncing = false;
-        const link = this.hostLink();
-        if (link) sendQuietly(link, JSON.stringify({ type: "ack", offset: target } satisfies EdgeLinkMessage));
-        if (this.offset > target) this.ackSoon();
-      },
-      (error: unknown) => {
-        this.syncing = false;
-        log.error("storage.sync", { key: this.keyForLog(), error: String(error) });
-      },
-    );
+  private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
+    this.clients.fanOut(offset, data, frame);
+    this.offset = offset + data.byteLength;
   }
 
   /** A read found nothing in [from, to): if that reaches back to the log's start, the start moved. */
@@ -628,7 +492,7 @@ export class PtySession extends DurableObject<Env> {
       return sub.close(1013, "input refused: the process is not reading its input");
     }
     if (refused) return sub.control({ type: "error", ...refused.failure });
-    this.sendLinkBytes(encodeInput(bytes));
+    this.links.sendBytes(encodeInput(bytes));
   }
 
   private clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
@@ -640,7 +504,7 @@ export class PtySession extends DurableObject<Env> {
   private clientSignal(sub: SocketSubscriber, signal: SignalName): void {
     const refused = this.refuseWrite(sub);
     if (refused) return sub.control({ type: "error", ...refused.failure });
-    this.sendLink({ type: "signal", signal });
+    this.links.send({ type: "signal", signal });
   }
 
   // ---- State ----
@@ -651,7 +515,7 @@ export class PtySession extends DurableObject<Env> {
     stored.record.cols = cols;
     stored.record.rows = rows;
     this.save();
-    this.sendLink({ type: "resize", cols, rows });
+    this.links.send({ type: "resize", cols, rows });
     this.clients.broadcast({ type: "resize", cols, rows });
   }
 
@@ -670,7 +534,7 @@ export class PtySession extends DurableObject<Env> {
     if (isTerminal(status)) {
       // Subscribers still replaying get `exit` once they catch up.
       this.clients.sessionEnded();
-      for (const link of this.ctx.getWebSockets(Tag.Link)) closeQuietly(link, CloseCode.SessionEnded, "session ended");
+      this.links.closeHost();
       for (const resolve of this.exitWaiters) resolve();
       this.exitWaiters.clear();
       this.ctx.storage.kv.delete("linkLostAt");
@@ -703,7 +567,7 @@ export class PtySession extends DurableObject<Env> {
 
   /** The process has not taken the input it has (the runner's bound): refuse more for now. */
   private refuseWhileInputFull(): Failure | undefined {
-    if (!this.inputFull) return undefined;
+    if (!this.links.inputRefused) return undefined;
     return fail("QUOTA_EXCEEDED", "the process is not reading its input; try again when it has taken it", 1);
   }
 
@@ -711,7 +575,7 @@ export class PtySession extends DurableObject<Env> {
     if (!this.stored) return this.notFound();
     const status = this.stored.record.status;
     if (isTerminal(status)) return fail("SESSION_EXITED", `session has ${status}`);
-    if (!this.hostLink()) return fail("CONFLICT", "session is not connected to a runner right now");
+    if (!this.links.host()) return fail("CONFLICT", "session is not connected to a runner right now");
     return undefined;
   }
 
@@ -743,24 +607,6 @@ export class PtySession extends DurableObject<Env> {
     if (this.stored) this.ctx.storage.kv.put("session", this.stored);
   }
 
-  private hostLink(): WebSocket | undefined {
-    return this.ctx.getWebSockets(Tag.Link).find((ws) => ws.readyState === WebSocket.OPEN);
-  }
-
-  private readerLink(): WebSocket | undefined {
-    return this.ctx.getWebSockets(Tag.Reader).find((ws) => ws.readyState === WebSocket.OPEN);
-  }
-
-  private sendLink(message: EdgeLinkMessage): void {
-    const link = this.hostLink();
-    if (link) sendQuietly(link, JSON.stringify(message));
-  }
-
-  private sendLinkBytes(frame: Uint8Array): void {
-    const link = this.hostLink();
-    if (link) sendQuietly(link, frame);
-  }
-
   private notFound(): Failure {
     return fail("NOT_FOUND", "session not found");
   }
@@ -787,9 +633,5 @@ function randomToken(): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-/** Constant-time comparison of two tokens (lengths may differ: then they are not equal). */
-function tokensEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  return x.byteLength === y.byteLength && crypto.subtle.timingSafeEqual(x, y);
-}
+/** What the host link reports about the process and its log (see RunnerLinks). */
+type HostNews = Parameters<LinkPort["hostSaid"]>[0];
