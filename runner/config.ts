@@ -12,6 +12,15 @@ const Env = z.object({
   RUNNER_CAPACITY: z.coerce.number().int().min(0).default(200),
   RUNNER_WORKSPACE: z.string().min(1).default(join(tmpdir(), "ptybroker-workspace")),
   /**
+   * Who sessions run as when the runner is root (DESIGN §12): `per-tenant`, an unprivileged user
+   * per tenant made on first use, or the name of one existing unprivileged user for every session.
+   */
+  RUNNER_SESSION_USER: z
+    .string()
+    .regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/, "per-tenant or a user name")
+    .max(64)
+    .default("per-tenant"),
+  /**
    * How long a flood's output may wait to be coalesced into one frame (output after a quiet
    * moment goes at once). 16 ms and 256 KiB cut the stack's CPU per MB by about a third
    * against 4 ms and 64 KiB (docs/benchmarks.md).
@@ -58,6 +67,8 @@ export interface RunnerConfig {
   runnerId: string;
   capacity: number;
   workspace: string;
+  /** RUNNER_SESSION_USER: "per-tenant" or a user name */
+  sessionUser: string;
   coalesceMs: number;
   coalesceBytes: number;
   logLevel: string;
@@ -83,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     runnerId: e.RUNNER_ID ?? credentialRunnerId(e.RUNNER_TOKEN) ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
     capacity: e.RUNNER_CAPACITY,
     workspace: e.RUNNER_WORKSPACE,
+    sessionUser: e.RUNNER_SESSION_USER,
     coalesceMs: e.COALESCE_MS,
     coalesceBytes: e.COALESCE_BYTES,
     logLevel: e.LOG_LEVEL,

@@ -1,36 +1,58 @@
-// What a session's process starts with: a small base environment plus the request's `env`
-// (the runner's own variables, such as RUNNER_TOKEN, never reach it), and a working
-// directory inside the tenant's workspace folder.
+// What a session's process starts with: a small fixed environment naming its user and home,
+// plus the request's `env` (none of the runner's own variables, such as RUNNER_TOKEN or
+// REDIS_URL, reach it), and a working directory inside the tenant's workspace folder.
 import { mkdirSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 
-const BASE_VARIABLES = ["PATH", "HOME", "LANG", "SHELL", "USER"] as const;
+const DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 
-export function sessionEnv(requested: Record<string, string>, runnerEnv = process.env): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of BASE_VARIABLES) {
-    const value = runnerEnv[name];
-    if (value !== undefined) env[name] = value;
-  }
-  env.PATH ??= "/usr/local/bin:/usr/bin:/bin";
-  env.LANG ??= "C.UTF-8";
-  env.TERM = "xterm-256color";
+export interface SessionIdentity {
+  /** the user the session runs as */
+  user: string;
+  /** the tenant's workspace folder */
+  home: string;
+  shell: string;
+}
+
+export function sessionEnv(requested: Record<string, string>, identity: SessionIdentity): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: DEFAULT_PATH,
+    LANG: "C.UTF-8",
+    HOME: identity.home,
+    USER: identity.user,
+    LOGNAME: identity.user,
+    SHELL: identity.shell,
+    TERM: "xterm-256color",
+  };
   return { ...env, ...requested };
 }
 
 export class CwdOutsideWorkspace extends Error {}
 
+export interface SessionFolders {
+  /** the tenant's workspace folder (its user's home) */
+  root: string;
+  /** the session's working directory, `root` or a folder below it */
+  target: string;
+}
+
 /**
- * The tenant's workspace folder (created on demand) and the session's cwd resolved inside it.
- * A relative `cwd` is taken from the workspace; a path that leaves it is refused.
+ * The tenant's workspace folder and the session's cwd resolved inside it, by name only (nothing
+ * is made). A relative `cwd` is taken from the workspace; a path that leaves it is refused.
  */
-export function sessionCwd(workspace: string, tenant: string, cwd: string | null): string {
+export function sessionFolders(workspace: string, tenant: string, cwd: string | null): SessionFolders {
   const root = resolve(workspace, tenant);
   const target = cwd === null ? root : resolve(root, cwd);
   const rel = relative(root, target);
   if (rel.startsWith("..") || isAbsolute(rel)) {
     throw new CwdOutsideWorkspace(`cwd ${cwd} is outside the tenant's workspace`);
   }
+  return { root, target };
+}
+
+/** sessionFolders(), with the cwd made by the runner (only when sessions run as the runner's own user). */
+export function sessionCwd(workspace: string, tenant: string, cwd: string | null): string {
+  const { target } = sessionFolders(workspace, tenant, cwd);
   mkdirSync(target, { recursive: true });
   return target;
 }

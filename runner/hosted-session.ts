@@ -14,12 +14,11 @@ import type { RunnerConfig } from "./config.js";
 import { Delivery } from "./delivery.js";
 import { InputGate } from "./input-gate.js";
 import { EdgeLink } from "./edge-link.js";
-import { sessionCwd, sessionEnv } from "./environment.js";
+import { isolation } from "./isolation.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
 import { type PtyExit, type PtyProcess, spawnPty } from "./pty.js";
-import { killSessionProcesses } from "./reaper.js";
 
 type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
 
@@ -103,7 +102,10 @@ export class HostedSession {
     this.link.start();
   }
 
-  /** Ends the process (SIGHUP, SIGKILL after `graceMs`); the exit is reported as usual. */
+  /**
+   * Ends the process (SIGHUP; after `graceMs`, SIGKILL to every process the session started);
+   * the exit is reported as usual.
+   */
   kill(graceMs: number): void {
     const pty = this.pty;
     if (!pty || this.exited) return;
@@ -112,22 +114,19 @@ export class HostedSession {
     } catch (error) {
       log.warn("session.signal", { key: this.key, signal: "SIGHUP", error });
     }
-    this.killTimer ??= setTimeout(() => killSessionProcesses(pty.pid), graceMs);
+    this.killTimer ??= setTimeout(() => isolation().end(this.key), graceMs);
   }
 
   private startProcess(): void {
     const { spec, tenant } = this.spawn;
     let pty: PtyProcess;
     try {
-      pty = spawnPty({
-        command: spec.command,
-        args: spec.args,
-        cwd: sessionCwd(this.config.workspace, tenant, spec.cwd),
-        env: sessionEnv(spec.env),
-        cols: spec.cols,
-        rows: spec.rows,
-      });
+      // As its own user, in its own cgroup where the runner has them (runner/isolation.ts).
+      const launch = isolation().prepare(this.key, tenant, spec);
+      pty = spawnPty({ ...launch, cols: spec.cols, rows: spec.rows });
+      isolation().started(this.key, pty.pid);
     } catch (error) {
+      isolation().end(this.key);
       const message = error instanceof Error ? error.message : String(error);
       log.warn("session.spawn", { key: this.key, outcome: "failed", error: message });
       this.send({ type: "failed", error: message });
@@ -151,7 +150,8 @@ export class HostedSession {
     if (this.killTimer) clearTimeout(this.killTimer);
     this.coalescer?.flush(true);
     log.info("session.exited", { key: this.key, ...exit, offset: this.coalescer?.offset });
-    if (this.pty) killSessionProcesses(this.pty.pid);
+    // Whatever the process left running (setsid, nohup, double fork) ends with it.
+    isolation().end(this.key);
     const message: RunnerLinkMessage = { type: "exited", exitCode: exit.exitCode, signal: exit.signal };
     this.release();
     this.delivery.finish(JSON.stringify(message));
@@ -227,7 +227,7 @@ export class HostedSession {
   /** The edge refused or closed the link for good: the session is over there. */
   private onEdgeGone(reason: string): void {
     log.info("link.gone", { key: this.key, reason, exited: this.exited });
-    if (this.pty && !this.exited) killSessionProcesses(this.pty.pid);
+    if (this.pty && !this.exited) isolation().end(this.key);
     this.end();
   }
 

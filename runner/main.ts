@@ -4,6 +4,7 @@ import { setLogLevel, log } from "../shared/log.js";
 import { loadConfig } from "./config.js";
 import { ControlLink } from "./control.js";
 import { HostedSession } from "./hosted-session.js";
+import { type Isolation, startIsolation } from "./isolation.js";
 import { MemoryLog } from "./memory-log.js";
 import type { OutputLog } from "./output-log.js";
 import { ReaderLink } from "./reader-link.js";
@@ -75,6 +76,8 @@ async function shutdown(signal: string): Promise<void> {
   const deadline = new Promise<void>((resolve) => setTimeout(resolve, 3000).unref());
   await Promise.race([drained, deadline]);
   await control.stop();
+  // Ends whatever sessions are left (the drain may have timed out) and removes this run's record.
+  await sandbox?.close().catch((error: unknown) => log.warn("runner.containment", { outcome: "close_failed", error }));
   await outputLog.close();
   process.exit(0);
 }
@@ -90,6 +93,15 @@ log.info("runner.starting", {
   capacity: config.capacity,
   outputLog: config.redisUrl ? "redis" : "memory",
 });
+// Who sessions run as and what holds their processes; ends what a crashed earlier run left.
+// A setting that cannot be honoured (RUNNER_SESSION_USER=root, say) stops the runner here.
+let sandbox: Isolation | undefined;
+try {
+  sandbox = await startIsolation(config);
+} catch (error) {
+  log.error("runner.isolation", { outcome: "refused", error });
+  process.exit(1);
+}
 // Take sessions only once the log can store their output; a Redis that never answers is logged
 // and the runner serves anyway (appends then fail and their ranges replay as gaps).
 await redisLog?.ready().catch((error: unknown) => log.error("redis.unready", { error }));

@@ -1,6 +1,6 @@
 // The one module that imports node-pty: spawns a process on a pseudo-terminal and
 // exposes only what a hosted session needs.
-import { constants as fsConstants, readFileSync, readSync } from "node:fs";
+import { chownSync, chmodSync, constants as fsConstants, readFileSync, readSync } from "node:fs";
 import { Socket } from "node:net";
 import { constants } from "node:os";
 import * as nodePty from "node-pty";
@@ -43,6 +43,12 @@ export interface PtyOptions {
   env: Record<string, string>;
   cols: number;
   rows: number;
+  /**
+   * Who the terminal belongs to when the session runs as another user than the runner: its
+   * device is handed to that user (mode 0600) at once, as a login would, so that tools that
+   * open their terminal by name work and no other user (nor `write`/`wall`) can write to it.
+   */
+  terminalOwner?: { uid: number; gid: number };
 }
 
 const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
@@ -57,6 +63,14 @@ export function spawnPty(options: PtyOptions): PtyProcess {
     encoding: null, // Buffers: bytes pass through untouched
   });
   const pid = term.pid;
+  if (options.terminalOwner) {
+    try {
+      handTerminal(term, options.terminalOwner);
+    } catch (error) {
+      term.kill("SIGKILL"); // not started as asked: the caller reports the failure
+      throw error;
+    }
+  }
 
   const dataListeners: ((bytes: Buffer) => void)[] = [];
   const exitListeners: ((exit: PtyExit) => void)[] = [];
@@ -148,6 +162,14 @@ function queuedInput(term: nodePty.IPty): number {
     bytes += (task.buffer?.byteLength ?? 0) - (task.offset ?? 0);
   }
   return bytes;
+}
+
+/** chown/chmod of the terminal's device, named by node-pty's `ptsName` (ptsname(3) of the master, untyped in 1.1.0). */
+function handTerminal(term: nodePty.IPty, owner: { uid: number; gid: number }): void {
+  const device = (term as unknown as { ptsName?: unknown }).ptsName;
+  if (typeof device !== "string" || !device.startsWith("/dev/")) throw new Error("node-pty did not name the terminal's device");
+  chownSync(device, owner.uid, owner.gid);
+  chmodSync(device, 0o600);
 }
 
 /** The terminal's foreground process group (tpgid); the session's own group as a fallback. */

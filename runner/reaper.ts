@@ -1,5 +1,6 @@
-// Makes sure nothing a session started outlives it: every process in the session's
-// terminal session (sid = the session leader's pid) gets SIGKILL.
+// The fallback containment (runner/containment.ts, where the runner cannot use cgroups): every
+// process in the session's terminal session (sid = the session leader's pid) gets SIGKILL. A
+// process that called setsid() is in another terminal session and escapes it.
 import { readdirSync } from "node:fs";
 import { log } from "../shared/log.js";
 import { statFields } from "./proc.js";

@@ -137,7 +137,7 @@ describe("ptybroker CLI", () => {
     const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
     sessions.push(s.id);
     pane("killed", `node ${CLI} attach ${s.id}; echo CLI-EXIT=$?; stty -a; exec sleep 300`);
-    await waitForScreen("killed", /# $/m);
+    await waitForScreen("killed", /\$ $/m); // the remote bash's prompt: sessions do not run as root
     // The pane runs sh, and sh runs the CLI: the one process this test signals.
     const shell = tmux("display-message", "-p", "-t", "killed", "#{pane_pid}").trim();
     const cliPid = Number(readFileSync(`/proc/${shell}/task/${shell}/children`, "utf8").trim());

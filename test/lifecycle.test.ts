@@ -1,4 +1,5 @@
 // Issue 2 acceptance: real bash sessions through wrangler dev (workerd) and a real runner.
+import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { TENANTS } from "./global-setup.js";
 import { Api, TermClient, line, liveSessionProcesses, until } from "./harness.js";
@@ -18,6 +19,17 @@ function connect(id: string, query?: string) {
   const client = new TermClient(url, id, TENANTS.acme, { query });
   clients.push(client);
   return client;
+}
+
+/** Whether `sleep <seconds>` runs in the terminal session led by `sid`. */
+function sleepRunning(sid: number, seconds: string): boolean {
+  return liveSessionProcesses(sid).some((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8") === `sleep\0${seconds}\0`;
+    } catch {
+      return false;
+    }
+  });
 }
 
 afterAll(async () => {
@@ -93,8 +105,11 @@ describe("a bash session end to end", () => {
     const client = connect(s.id);
     await client.opened;
 
+    // Ctrl+C reaches `sleep` only once it runs in the foreground: a key typed before that (while
+    // bash starts, or between reading the line and starting the command) goes to bash instead.
+    await client.waitForOutput(/\$ $/);
     client.send("sleep 30\n");
-    await client.waitForOutput("sleep 30\r\n");
+    await until(() => sleepRunning(s.pid as number, "30"), 5000, "sleep 30 to run");
     const start = performance.now();
     client.send("\x03");
     client.send('echo "rc=$?"\n');
@@ -102,7 +117,7 @@ describe("a bash session end to end", () => {
     expect(performance.now() - start).toBeLessThan(1000);
 
     client.send("sleep 31\n");
-    await client.waitForOutput("sleep 31\r\n");
+    await until(() => sleepRunning(s.pid as number, "31"), 5000, "sleep 31 to run");
     const signalled = await api.request("POST", `/v1/sessions/${s.id}/signal`, { signal: "SIGINT" });
     expect(signalled).toMatchObject({ status: 202, body: { signal: "SIGINT" } });
     client.send('echo "rc2=$?"\n');

@@ -1,6 +1,6 @@
 // Issue 3: exact replay by offset from the Redis output log, over WebSocket, SSE and
 // `GET .../output`, across many reconnects; and complete logs for processes that exit at once.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -11,6 +11,8 @@ const url = inject("edgeUrl");
 const api = new Api(url, TENANTS.acme);
 const created: string[] = [];
 const scratch = mkdtempSync(join(tmpdir(), "ptybroker-replay-"));
+// Sessions write here, and they run as their tenant's user, not as this process's.
+chmodSync(scratch, 0o1777);
 
 afterAll(async () => {
   await Promise.all(created.map((id) => api.destroy(id)));
