@@ -1,13 +1,19 @@
 // Runner configuration from the environment (DESIGN §3), validated once at start-up.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { decode } from "hono/jwt";
 import { z } from "zod";
+import { parseRedisUrl } from "./redis-url.js";
+
+const TOKEN_REQUIRED = "RUNNER_TOKEN (or RUNNER_TOKEN_FILE) is required: the shared token or this runner's credential";
 
 const Env = z.object({
   BROKER_URL: z.url().default("http://127.0.0.1:8787"),
-  RUNNER_TOKEN: z.string().min(1, "RUNNER_TOKEN is required: the shared secret the edge expects"),
+  RUNNER_TOKEN: z
+    .string({ error: TOKEN_REQUIRED })
+    .min(1, TOKEN_REQUIRED),
   RUNNER_ID: z.string().min(1).max(128).optional(),
   RUNNER_CAPACITY: z.coerce.number().int().min(0).default(200),
   RUNNER_WORKSPACE: z.string().min(1).default(join(tmpdir(), "ptybroker-workspace")),
@@ -33,9 +39,21 @@ const Env = z.object({
     .min(1024)
     .max(1 << 20)
     .default(256 * 1024),
-  /** The output log; unset = an in-process log (local use: not durable, not shared). */
+  /**
+   * The output log; unset = an in-process log (local use: not durable, not shared). One URL, or
+   * several Redis Cluster nodes comma-separated (runner/redis-url.ts).
+   */
   REDIS_URL: z
-    .union([z.literal("").transform(() => undefined), z.string().regex(/^rediss?:\/\//, "use redis:// or rediss://")])
+    .union([
+      z.literal("").transform(() => undefined),
+      z.string().superRefine((value, ctx) => {
+        try {
+          parseRedisUrl(value);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: error instanceof Error ? error.message : String(error) });
+        }
+      }),
+    ])
     .optional(),
   /** Output kept per session for replay. */
   OUTPUT_RETAIN_BYTES: z.coerce
@@ -82,7 +100,7 @@ export interface RunnerConfig {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
-  const parsed = Env.safeParse(env);
+  const parsed = Env.safeParse(withTokenFile(env));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`invalid runner configuration:\n${lines.join("\n")}`);
@@ -119,4 +137,21 @@ function credentialRunnerId(token: string): string | undefined {
   } catch {
     return undefined; // the shared RUNNER_TOKEN, not a JWT
   }
+}
+
+/**
+ * RUNNER_TOKEN_FILE: the token is read from a file (mode 0600, say), so it is not in the
+ * runner's environment, which any process of the runner's own user can read in /proc.
+ */
+function withTokenFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const file = env.RUNNER_TOKEN_FILE;
+  if (!file) return env;
+  if (env.RUNNER_TOKEN) throw new Error("invalid runner configuration: set RUNNER_TOKEN or RUNNER_TOKEN_FILE, not both");
+  let token: string;
+  try {
+    token = readFileSync(file, "utf8").trim();
+  } catch (error) {
+    throw new Error(`invalid runner configuration: RUNNER_TOKEN_FILE ${file}: ${(error as Error).message}`);
+  }
+  return { ...env, RUNNER_TOKEN: token };
 }

@@ -1,8 +1,11 @@
 // One contract suite for both output logs: MemoryLog in-process, RedisLog against a real
-// redis-server started for this file. Byte-for-byte checks on random binary data, plus
-// Redis-only tests for pipelining and for a Redis that restarts and loses its data.
+// redis-server started for this file, and RedisLog against a real 3-master Redis Cluster (named
+// by its node list, and by one node). Byte-for-byte checks on random binary data, plus
+// Redis-only tests for pipelining and for a Redis that restarts and loses its data, and
+// cluster-only tests for sessions spread over the masters and a master that restarts.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { startRedis, type RedisServer } from "../test/redis-server.js";
+import { command, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from "../test/redis-server.js";
+import { loadConfig } from "./config.js";
 import { MemoryLog } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 import { RedisLog, streamKey, trimSlack } from "./redis-log.js";
@@ -91,6 +94,7 @@ async function waitFor(condition: () => Promise<boolean>, what: string, deadline
 }
 
 let server: RedisServer | undefined;
+let cluster: RedisCluster | undefined;
 const opened: OutputLog[] = [];
 
 interface Implementation {
@@ -112,16 +116,41 @@ const implementations: Implementation[] = [
       return log;
     },
   },
+  {
+    name: "RedisLog on a cluster, node list",
+    slack: trimSlack,
+    async create(options) {
+      if (!cluster) throw new Error("no redis cluster");
+      const log = new RedisLog(cluster.url, options);
+      await log.ready();
+      expect(log.mode).toBe("cluster");
+      return log;
+    },
+  },
+  {
+    name: "RedisLog on a cluster, one node",
+    slack: trimSlack,
+    async create(options) {
+      if (!cluster) throw new Error("no redis cluster");
+      const log = new RedisLog(cluster.nodes[keys % cluster.nodes.length].url, options);
+      await log.ready();
+      expect(log.mode).toBe("cluster");
+      return log;
+    },
+  },
 ];
 
 let keys = 0;
 const newKey = () => `acme/s${++keys}`;
 
 beforeAll(async () => {
-  server = await startRedis();
-});
+  const [plain, clustered] = await Promise.allSettled([startRedis(), startRedisCluster()]);
+  server = plain.status === "fulfilled" ? plain.value : undefined;
+  cluster = clustered.status === "fulfilled" ? clustered.value : undefined;
+  for (const started of [plain, clustered]) if (started.status === "rejected") throw started.reason;
+}, 30_000);
 afterAll(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), cluster?.stop()]);
 });
 beforeEach(() => {
   // Silences the logs' event lines; tests that care look at the calls.
@@ -381,5 +410,182 @@ describe("RedisLog only", () => {
     expect(got.gaps).toEqual([[0, restartedAt]]);
     expect(got.bytes.equals(Buffer.concat([Buffer.from("back"), ...after]))).toBe(true);
     expect(await log.retainedFrom(key)).toBe(restartedAt);
+  });
+});
+
+describe("RedisLog on a Redis Cluster", () => {
+  const open = async (url: string, options: Partial<OutputLogOptions> = {}) => {
+    const log = new RedisLog(url, { ...defaults, ...options });
+    opened.push(log);
+    await log.ready();
+    return log;
+  };
+  const theCluster = () => {
+    if (!cluster) throw new Error("no redis cluster");
+    return cluster;
+  };
+
+  /**
+   * The port of the master that holds `key`'s stream, as the nodes say: EXISTS answers 1 there,
+   * and every other master answers MOVED to it with the key's slot (CLUSTER KEYSLOT).
+   */
+  async function holder(key: string): Promise<number> {
+    const { nodes } = theCluster();
+    const stream = streamKey(key);
+    const slot = await command(nodes[0].port, `CLUSTER KEYSLOT ${stream}`);
+    const replies = await Promise.all(nodes.map((node) => command(node.port, `EXISTS ${stream}`)));
+    const owners = nodes.filter((_, i) => replies[i] === ":1");
+    expect(owners).toHaveLength(1);
+    const owner = owners[0].port;
+    for (const [i, node] of nodes.entries()) {
+      if (node.port !== owner) expect(replies[i]).toBe(`-MOVED ${slot?.slice(1)} 127.0.0.1:${owner}`);
+    }
+    return owner;
+  }
+
+  it("connects with the Cluster client from a node list or any one node, and with the plain client to a plain Redis", async () => {
+    const { nodes } = theCluster();
+    if (!server) throw new Error("no redis-server");
+    const urls = [
+      nodes.map((node) => node.url).join(","),
+      `${nodes[0].url},${nodes.slice(1).map((node) => `127.0.0.1:${node.port}`).join(",")}`,
+      `${nodes[2].url}, ${nodes[1].url}`, // a part of the cluster is enough
+      ...nodes.map((node) => node.url),
+    ];
+    const logs = await Promise.all(urls.map((url) => open(url)));
+    for (const log of logs) expect(log.mode).toBe("cluster");
+    const detected = vi.mocked(console.log).mock.calls.filter(([line]) => /"redis\.cluster".*"detected"/.test(String(line)));
+    expect(detected).toHaveLength(nodes.length); // one per single-node URL
+    expect((await open(server.url)).mode).toBe("single");
+
+    // All of them are one log: what one appends, every other reads.
+    const key = newKey();
+    const chunks = randomChunks(prng(11), 40, 2000);
+    const end = await appendAll(logs[0], key, chunks);
+    for (const log of logs) {
+      const got = flatten(await log.read(key, 0, end, BIG), 0);
+      expect(got.gaps).toEqual([]);
+      expect(got.bytes.equals(Buffer.concat(chunks))).toBe(true);
+    }
+  });
+
+  it("keeps each session on its hash tag's shard, with sessions on every master", async () => {
+    const { nodes } = theCluster();
+    const writer = await open(theCluster().url);
+    const reader = await open(nodes[1].url);
+    const rand = prng(12);
+    const sessions = Array.from({ length: 12 }, (_, i) => ({
+      key: `tenant${i}/session${i}/${i}`,
+      chunks: randomChunks(rand, 150, 3000),
+      resolved: [] as number[],
+    }));
+    // Appends for every session interleaved, all pipelined at once: they go to three masters.
+    const offsets = sessions.map(() => 0);
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < 150; i++) {
+      for (const [s, session] of sessions.entries()) {
+        const chunk = session.chunks[i];
+        pending.push(writer.append(session.key, offsets[s], chunk).then(() => void session.resolved.push(i)));
+        offsets[s] += chunk.length;
+      }
+    }
+    await Promise.all(pending);
+
+    const holders = new Set<number>();
+    for (const [s, session] of sessions.entries()) {
+      expect(session.resolved).toEqual(session.chunks.map((_, i) => i)); // in order, per session
+      const got = await readOn(reader, session.key, 0, offsets[s], 64 * 1024);
+      expect(got.gaps).toEqual([]);
+      expect(got.bytes.equals(Buffer.concat(session.chunks))).toBe(true);
+      // The whole stream on one master: every entry is there.
+      const port = await holder(session.key);
+      expect(await command(port, `XLEN ${streamKey(session.key)}`)).toBe(`:${session.chunks.length}`);
+      holders.add(port);
+    }
+    expect([...holders].sort()).toEqual(nodes.map((node) => node.port).sort());
+  });
+
+  it("a master that restarts empty: its sessions fail fast and recover with the loss as a gap, the others go on", async () => {
+    const { nodes } = theCluster();
+    const log = await open(theCluster().url);
+    let lost = 0;
+    log.onMaybeLost(() => lost++);
+    // One session on the master that will restart, one elsewhere.
+    const victim = nodes[0];
+    const candidates = Array.from({ length: 30 }, (_, i) => `restart${i}/s/${i}`);
+    for (const key of candidates) await log.append(key, 0, Buffer.from("first"));
+    const held = await Promise.all(candidates.map(holder));
+    const onVictim = candidates[held.indexOf(victim.port)];
+    const elsewhere = candidates[held.findIndex((port) => port !== victim.port)];
+    if (!onVictim || !elsewhere) throw new Error("no session on each side");
+    const lines = (event: string, spy: typeof console.log) =>
+      vi.mocked(spy).mock.calls.filter(([line]) => String(line).includes(`"event":"${event}"`));
+    const readyLines = lines("redis.ready", console.log).length;
+
+    await victim.stop();
+    let offset = 5;
+    let other = 5;
+    for (let i = 0; i < 10; i++) {
+      const started = Date.now();
+      await expect(log.append(onVictim, offset, Buffer.from("lost"))).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(2000);
+      offset += 4;
+      await log.append(elsewhere, other, Buffer.from("kept")); // the other masters go on
+      other += 4;
+    }
+    // One line for the log's outage and one for the node, not one per attempt.
+    expect(lines("redis.error", console.error)).toHaveLength(1);
+    const down = lines("redis.cluster", console.error);
+    expect(down).toHaveLength(1);
+    expect(String(down[0][0])).toContain(`"node":"127.0.0.1:${victim.port}"`);
+
+    await victim.restart();
+    // Appends fail until the master has rejoined (CLUSTERDOWN meanwhile); the first that lands
+    // marks the end of the gap.
+    let restartedAt = -1;
+    await waitFor(
+      async () => {
+        try {
+          await log.append(onVictim, offset, Buffer.from("back"));
+          restartedAt = offset;
+          return true;
+        } catch {
+          return false;
+        } finally {
+          offset += 4;
+        }
+      },
+      "appends to the restarted master",
+      20_000,
+    );
+    expect(lost).toBe(1);
+    expect(lines("redis.ready", console.log)).toHaveLength(readyLines + 1);
+    const after = randomChunks(prng(13), 20, 300);
+    const end = await appendAll(log, onVictim, after, offset);
+    const got = flatten(await log.read(onVictim, 0, end), 0);
+    expect(got.gaps).toEqual([[0, restartedAt]]);
+    expect(got.bytes.equals(Buffer.concat([Buffer.from("back"), ...after]))).toBe(true);
+    // The restarted master lost the stream's TTL with its data; the appends set it again.
+    expect(Number((await command(victim.port, `TTL ${streamKey(onVictim)}`))?.slice(1))).toBeGreaterThan(0);
+    const kept = flatten(await log.read(elsewhere, 0, other), 0);
+    expect(kept.gaps).toEqual([]);
+    expect(kept.bytes.toString()).toBe(`first${"kept".repeat(10)}`);
+  }, 30_000);
+
+  it("REDIS_URL takes one URL or a node list, and says what is wrong", () => {
+    const redisUrl = (value: string) => loadConfig({ RUNNER_TOKEN: "t", REDIS_URL: value }).redisUrl;
+    expect(redisUrl("redis://127.0.0.1:7001")).toBe("redis://127.0.0.1:7001");
+    expect(redisUrl("redis://127.0.0.1:7001,redis://127.0.0.1:7002")).toBe("redis://127.0.0.1:7001,redis://127.0.0.1:7002");
+    expect(redisUrl("rediss://:pw@10.0.0.1:7001, 10.0.0.2:7002")).toBe("rediss://:pw@10.0.0.1:7001, 10.0.0.2:7002");
+    expect(redisUrl("")).toBeUndefined();
+    const rejects = (value: string, message: RegExp) => expect(() => redisUrl(value)).toThrow(message);
+    rejects("http://127.0.0.1:6379", /REDIS_URL: use redis:\/\/ or rediss:\/\//);
+    rejects("127.0.0.1:7001,127.0.0.1:7002", /use redis:\/\/ or rediss:\/\//);
+    rejects("redis://127.0.0.1:7001,", /empty entry/);
+    rejects("redis://127.0.0.1:7001,rediss://127.0.0.1:7002", /node 2 uses rediss:\/\//);
+    rejects("redis://127.0.0.1:7001,127.0.0.1:notaport", /node 2 is not host:port/);
+    rejects("redis://127.0.0.1:7001/2,127.0.0.1:7002", /only database 0/);
+    rejects("redis://a:secret@h:1,b:other@h:2", /other credentials/);
+    expect(() => redisUrl("redis://a:secret@h:1,b:other@h:2")).not.toThrow(/secret|other@/);
   });
 });

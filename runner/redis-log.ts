@@ -1,12 +1,23 @@
-// The output log in Redis: one stream per session, `ptyb:{tenant/sessionId}:out` (the braces
-// are a Redis Cluster hash tag, so a session's data stays on one shard). Each chunk is one
+// The output log in Redis: one stream per session, `ptyb:{tenant/sessionId/incarnation}:out` (the
+// braces are a Redis Cluster hash tag, so a session's data stays on one shard). Each chunk is one
 // entry with ID `<offset>-1` (offsets strictly increase, so IDs do; seq 1 because `0-0` is not
 // a valid ID) and one field `d` holding the bytes. Needs Redis >= 6.2 (XTRIM MINID, exclusive
 // XRANGE starts). The only file that imports ioredis.
-import { Redis } from "ioredis";
+//
+// One Redis or a Redis Cluster (REDIS_URL, runner/redis-url.ts): a node list connects with
+// ioredis's Cluster client at once; a single URL connects with the plain client, asks the server
+// `INFO cluster` on every (re)connect, and moves to the Cluster client when it answers
+// `cluster_enabled:1`. INFO is what ioredis's own ready check sends, so it is allowed wherever the
+// plain client works; the answer is the server's own setting (no guessing from errors); and a
+// plain Redis costs one round trip per connect. Every command here names exactly one key (no
+// MULTI, no multi-key command, no explicit pipeline), so each is routed to the shard of the
+// session's hash tag and none can be CROSSSLOT; back-to-back appends are still pipelined on that
+// shard's connection, in order.
+import { Cluster, Redis } from "ioredis";
 import { log } from "../shared/log.js";
 import { DEFAULT_READ_BYTES, ReadCollector } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
+import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
 
 /** The Redis key of a session's stream. */
 export function streamKey(key: string): string {
@@ -49,14 +60,26 @@ interface KeyState {
 
 type Entry = [id: Buffer, fields: Buffer[]];
 
+/** Commands fail after this long without a reply (a blackholed host), not never. */
+const COMMAND_TIMEOUT_MS = 5000;
+/** Redial quickly, forever: ms before attempt `times`. */
+const redial = (times: number): number => Math.min(times * 100, 1000);
+
 export class RedisLog implements OutputLog {
-  private readonly redis: Redis;
+  /** The client in use: the plain one, or the Cluster client once the URL names a cluster. */
+  private redis: Redis | Cluster;
+  private readonly target: RedisTarget;
   private readonly keys = new Map<string, KeyState>();
   private readonly slack: number;
   private readonly refreshMs: number;
   private up = false;
   private down = false;
   private closing = false;
+  /** Cluster nodes (`host:port`) whose connection failed and has not been ready since. */
+  private readonly downNodes = new Set<string>();
+  private readonly readyWaiters = new Set<() => void>();
+  private readonly lostListeners: (() => void)[] = [];
+  private connectedAs: "single" | "cluster" | undefined;
 
   constructor(
     url: string,
@@ -64,33 +87,167 @@ export class RedisLog implements OutputLog {
   ) {
     this.slack = trimSlack(options.retainBytes);
     this.refreshMs = Math.min(EXPIRE_REFRESH_MS, (options.idleTtlSec * 1000) / 2);
-    this.redis = new Redis(url, {
+    this.target = parseRedisUrl(url);
+    this.redis = this.target.nodes.length > 1 ? this.connectCluster() : this.connectSingle(url);
+  }
+
+  /** What the log is connected to once it has been ready: one Redis or a cluster. */
+  get mode(): "single" | "cluster" | undefined {
+    return this.connectedAs;
+  }
+
+  /** The plain client on a single-node URL, as before clusters: options, logging, redialling. */
+  private connectSingle(url: string): Redis {
+    const redis = new Redis(url, {
       // While disconnected, commands fail at once instead of queueing; commands in flight when
       // the connection drops fail after one reconnect attempt.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       // A connection that hangs without closing (a blackholed host) fails commands too.
-      commandTimeout: 5000,
+      commandTimeout: COMMAND_TIMEOUT_MS,
       // Reconnect forever, quickly.
-      retryStrategy: (times) => Math.min(times * 100, 1000),
+      retryStrategy: redial,
     });
     // One log line per state change; the listener also keeps ioredis from printing its own.
-    this.redis.on("error", (error: Error) => this.wentDown(error));
-    this.redis.on("close", () => this.wentDown(new Error("connection closed")));
-    this.redis.on("ready", () => {
-      // The server may have restarted without its data: TTLs must be set again on next append.
-      for (const state of this.keys.values()) state.refreshedAt = -Infinity;
-      if (this.up) return;
-      const again = this.down;
-      this.up = true;
-      this.down = false;
-      log.info("redis.ready", {});
-      // Back after an outage: the server may have restarted without its data.
-      if (again) for (const listener of this.lostListeners) listener();
-    });
+    const onError = (error: Error) => this.wentDown(error);
+    const onClose = () => this.wentDown(new Error("connection closed"));
+    const onReady = () => void this.singleReady(redis, detach);
+    const detach = () => {
+      redis.off("close", onClose);
+      redis.off("ready", onReady);
+      redis.off("error", onError);
+      redis.on("error", () => {}); // still handled, so never thrown
+    };
+    redis.on("error", onError);
+    redis.on("close", onClose);
+    redis.on("ready", onReady);
+    return redis;
   }
 
-  private readonly lostListeners: (() => void)[] = [];
+  /** Connected on a single-node URL: a plain Redis, or one node of a cluster (then switch). */
+  private async singleReady(redis: Redis, detach: () => void): Promise<void> {
+    let info = "";
+    try {
+      info = await redis.info("cluster");
+    } catch (error) {
+      if (redis.status !== "ready") return; // dropped again: the next "ready" asks again
+      // INFO refused (an ACL without it): take the URL for a plain Redis, and say so.
+      log.warn("redis.cluster", { outcome: "unknown", error });
+    }
+    if (this.closing || this.redis !== redis) return;
+    if (!/^cluster_enabled:1\b/m.test(info)) return this.cameUp("single");
+    const [node] = this.target.nodes;
+    log.info("redis.cluster", { outcome: "detected", node: node ? `${node.host}:${node.port}` : undefined });
+    // Quietly: the plain client's close is not an outage.
+    detach();
+    redis.disconnect();
+    this.redis = this.connectCluster();
+  }
+
+  /**
+   * ioredis's Cluster client, with the plain client's behaviour: no offline queue (a command for
+   * a shard that cannot take it fails at once), commands time out, and it redials forever.
+   */
+  private connectCluster(): Cluster {
+    const { nodes, tls, username, password } = this.target;
+    const cluster = new Cluster(nodes, {
+      enableOfflineQueue: false,
+      // Every node gone (the cluster, or the network, down): dial the listed nodes again, forever.
+      clusterRetryStrategy: redial,
+      // A command that meets a dropped node connection or CLUSTERDOWN fails now instead of being
+      // retried for up to maxRedirections × 100 ms: the caller keeps the chunk and appends it
+      // again (runner/delivery.ts), as it does with one Redis. MOVED/ASK are still followed.
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
+      // Node connections: ioredis never redials them itself (it finds nodes again from the
+      // cluster's slot map), so its retry options do not apply here.
+      redisOptions: {
+        username,
+        password,
+        tls: tls ? {} : undefined,
+        maxRetriesPerRequest: 1,
+        commandTimeout: COMMAND_TIMEOUT_MS,
+      },
+    });
+    // The whole cluster unreachable: slot map refresh failed, or every node connection closed.
+    cluster.on("error", (error: Error) => this.wentDown(error));
+    cluster.on("close", () => this.wentDown(new Error("every cluster node connection closed")));
+    // One node unreachable: its shard's appends fail while the others' go on.
+    cluster.on("node error", (error: Error, node: string) => this.nodeDown(node, error));
+    cluster.on("+node", (redis: Redis) => {
+      redis.on("ready", () => this.nodeReady(`${redis.options.host}:${redis.options.port}`));
+      // The Cluster client dials a node on the first command for it, and without an offline
+      // queue the commands right behind that one fail while it connects. A node learnt while
+      // the cluster is up (a new slot map) is dialled at once, on the next tick so that the
+      // command that made it goes first; while the cluster connects, nodes are left to the
+      // client's own ready check (a node dialled now would refuse it) and then clusterReady.
+      setImmediate(() => {
+        if (cluster.status === "ready" && redis.status === "wait") redis.connect().catch(() => {}); // failures come as "node error"
+      });
+    });
+    cluster.on("refresh", () => this.forgetGoneNodes(cluster));
+    cluster.on("ready", () => void this.clusterReady(cluster));
+    return cluster;
+  }
+
+  /**
+   * The cluster answered (slot map and `cluster_state:ok`): the log is ready once every master
+   * is connected too, so the first appends are not refused while their shard's connection opens.
+   */
+  private async clusterReady(cluster: Cluster): Promise<void> {
+    this.downNodes.clear();
+    // A node's own client queues while it connects: PING resolves once connected (or fails).
+    await Promise.allSettled(cluster.nodes("master").map((node) => node.ping()));
+    if (this.closing || this.redis !== cluster || cluster.status !== "ready") return;
+    // A master that could not be reached is in downNodes now: ready once it is back (nodeReady).
+    if (this.downNodes.size === 0) this.cameUp("cluster");
+  }
+
+  private nodeDown(node: string, error: Error): void {
+    if (this.closing) return;
+    if (!this.downNodes.has(node)) {
+      this.downNodes.add(node);
+      log.warn("redis.cluster", { outcome: "node_down", node, error });
+    }
+    this.wentDown(error);
+  }
+
+  private nodeReady(node: string): void {
+    if (this.closing || !this.downNodes.delete(node)) return;
+    log.info("redis.cluster", { outcome: "node_up", node });
+    // The node may have restarted without its data: TTLs must be set again on next append.
+    for (const state of this.keys.values()) state.refreshedAt = -Infinity;
+    if (this.downNodes.size === 0 && this.redis.status === "ready") this.cameUp("cluster");
+  }
+
+  /** A node that no longer holds slots is no longer waited for. */
+  private forgetGoneNodes(cluster: Cluster): void {
+    const current = new Set(cluster.nodes().map((redis) => `${redis.options.host}:${redis.options.port}`));
+    for (const node of this.downNodes) {
+      if (current.has(node)) continue;
+      this.downNodes.delete(node);
+      log.info("redis.cluster", { outcome: "node_removed", node });
+    }
+    if (this.down && this.downNodes.size === 0 && cluster.status === "ready") this.cameUp("cluster");
+  }
+
+  /** Connected (again): one line for the change, and listeners told the data may be gone. */
+  private cameUp(mode: "single" | "cluster"): void {
+    if (this.closing) return;
+    this.connectedAs = mode;
+    // The server may have restarted without its data: TTLs must be set again on next append.
+    for (const state of this.keys.values()) state.refreshedAt = -Infinity;
+    if (this.up) return;
+    const again = this.down;
+    this.up = true;
+    this.down = false;
+    const masters = this.redis instanceof Cluster ? this.redis.nodes("master").length : undefined;
+    log.info("redis.ready", { mode, masters });
+    for (const resolve of this.readyWaiters) resolve();
+    this.readyWaiters.clear();
+    // Back after an outage: the server may have restarted without its data.
+    if (again) for (const listener of this.lostListeners) listener();
+  }
 
   onMaybeLost(listener: () => void): void {
     this.lostListeners.push(listener);
@@ -98,17 +255,17 @@ export class RedisLog implements OutputLog {
 
   /** Resolves once connected (until then appends reject); rejects after `timeoutMs`. */
   ready(timeoutMs = 10_000): Promise<void> {
-    if (this.redis.status === "ready") return Promise.resolve();
+    if (this.up) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.redis.off("ready", onReady);
+        this.readyWaiters.delete(onReady);
         reject(new Error(`redis not ready after ${timeoutMs} ms`));
       }, timeoutMs);
       const onReady = () => {
         clearTimeout(timer);
         resolve();
       };
-      this.redis.once("ready", onReady);
+      this.readyWaiters.add(onReady);
     });
   }
 
@@ -219,8 +376,9 @@ export class RedisLog implements OutputLog {
     try {
       await this.redis.quit(); // waits for replies still due
     } catch {
-      this.redis.disconnect(); // not connected: just stop reconnecting
+      // not connected
     }
+    this.redis.disconnect(); // and stop reconnecting
   }
 
   private wentDown(error: Error): void {
