@@ -71,18 +71,6 @@ export class EdgeLink {
     return true;
   }
 
-  /**
-   * Sends one binary message made of `parts`, as WebSocket fragments: the parts are not copied
-   * into one buffer (a replay's log chunks go out as they came from the log).
-   */
-  sendParts(parts: Uint8Array[]): boolean {
-    const socket = this.socket;
-    if (socket?.readyState !== WebSocket.OPEN) return false;
-    parts.forEach((part, i) => socket.send(part, { binary: true, fin: i === parts.length - 1 }));
-    this.lastSent = Date.now();
-    return true;
-  }
-
   /** Resolves once the socket holds at most `bytes` unsent, or is not open (then nothing waits). */
   async whenBuffered(bytes: number): Promise<void> {
     for (;;) {

@@ -8,28 +8,21 @@
 // (`read_cancel`), each piece waits until the link has sent what it holds (backpressure), and
 // the runner fetches at most MAX_PIECES_IN_FLIGHT pieces from the log at once.
 import { log } from "../shared/log.js";
-import { type EdgeLinkMessage, type RunnerLinkMessage, encodeReadChunkHeader } from "../shared/protocol.js";
+import { type EdgeLinkMessage, type RunnerLinkMessage, encodeReadChunk } from "../shared/protocol.js";
 import type { OutputLog } from "./output-log.js";
 
 type ReadRequest = Extract<EdgeLinkMessage, { type: "read" }>;
 
-/**
- * Chunk data fetched from the log per round trip: the first piece is small and each next one
- * twice as large, so a client that drops at once (a flaky phone, a churn attack) costs a few
- * KiB of reading, while a long replay soon reads in large pieces.
- */
-const FIRST_PIECE_BYTES = 64 << 10;
+/** Chunk data fetched from the log per round trip. */
 const PIECE_BYTES = 1 << 20;
 /** A read sends its next piece only once the link holds at most this much unsent. */
-const LINK_BUFFER_BYTES = 1 << 20;
+const LINK_BUFFER_BYTES = 2 << 20;
 /** Log pieces fetched at once by the whole runner. */
 const MAX_PIECES_IN_FLIGHT = 2;
 
 /** The link a read answers on. */
 export interface ReadLink {
   send(frame: string | Uint8Array): boolean;
-  /** One binary message from parts, without copying them together. */
-  sendParts(parts: Uint8Array[]): boolean;
   /** Resolves once the link holds at most `bytes` unsent (or has closed). */
   whenBuffered(bytes: number): Promise<void>;
 }
@@ -96,19 +89,16 @@ export async function serveRead(
   const { id, from, to } = request;
   const message = (m: RunnerLinkMessage) => link.send(JSON.stringify(m));
   let cursor = from;
-  let piece = FIRST_PIECE_BYTES;
   try {
     while (cursor < to) {
       await link.whenBuffered(LINK_BUFFER_BYTES);
       if (cancelled()) return;
-      const size = piece;
-      piece = Math.min(piece * 2, PIECE_BYTES);
-      const items = await withSlot(() => (cancelled() ? Promise.resolve([]) : outputLog.read(key, cursor, to, size)));
+      const items = await withSlot(() => (cancelled() ? Promise.resolve([]) : outputLog.read(key, cursor, to, PIECE_BYTES)));
       if (cancelled()) return;
       if (items.length === 0) break;
       for (const item of items) {
         if (item.type === "chunk") {
-          if (!link.sendParts([encodeReadChunkHeader(id, item.offset), item.data])) return;
+          if (!link.send(encodeReadChunk(id, item.offset, item.data))) return;
           cursor = item.offset + item.data.byteLength;
         } else {
           if (!message({ type: "read_gap", id, from: item.from, to: item.to })) return;

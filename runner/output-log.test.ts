@@ -85,6 +85,30 @@ async function readOn(log: OutputLog, key: string, from: number, to: number, max
   return flatten(items, from);
 }
 
+/**
+ * Appends "back" (4 bytes) at `offset`, then at each next 4 bytes, until one lands; resolves with
+ * where it landed (the end of what the outage lost).
+ */
+async function appendUntilItLands(log: OutputLog, key: string, offset: number, what: string, deadlineMs?: number) {
+  let at = offset;
+  let landed = -1;
+  await waitFor(
+    async () => {
+      try {
+        await log.append(key, at, Buffer.from("back"));
+        landed = at;
+        return true;
+      } catch {
+        at += 4;
+        return false;
+      }
+    },
+    what,
+    deadlineMs,
+  );
+  return landed;
+}
+
 async function waitFor(condition: () => Promise<boolean>, what: string, deadlineMs = 5000): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (!(await condition())) {
@@ -390,18 +414,8 @@ describe("RedisLog only", () => {
 
     await server.restart();
     // Appends fail until the client has reconnected; the first one that lands marks the gap's end.
-    let restartedAt = -1;
-    await waitFor(async () => {
-      try {
-        await log.append(key, offset, Buffer.from("back"));
-        restartedAt = offset;
-        return true;
-      } catch {
-        return false;
-      } finally {
-        offset += 4;
-      }
-    }, "appends to succeed again");
+    const restartedAt = await appendUntilItLands(log, key, offset, "appends to succeed again");
+    offset = restartedAt + 4;
     expect(readies()).toHaveLength(readyLines + 1);
 
     const after = randomChunks(prng(8), 20, 300);
@@ -542,22 +556,8 @@ describe("RedisLog on a Redis Cluster", () => {
     await victim.restart();
     // Appends fail until the master has rejoined (CLUSTERDOWN meanwhile); the first that lands
     // marks the end of the gap.
-    let restartedAt = -1;
-    await waitFor(
-      async () => {
-        try {
-          await log.append(onVictim, offset, Buffer.from("back"));
-          restartedAt = offset;
-          return true;
-        } catch {
-          return false;
-        } finally {
-          offset += 4;
-        }
-      },
-      "appends to the restarted master",
-      20_000,
-    );
+    const restartedAt = await appendUntilItLands(log, onVictim, offset, "appends to the restarted master", 20_000);
+    offset = restartedAt + 4;
     expect(lost).toBe(1);
     expect(lines("redis.ready", console.log)).toHaveLength(readyLines + 1);
     const after = randomChunks(prng(13), 20, 300);

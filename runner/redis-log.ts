@@ -44,11 +44,11 @@ const GUESSED_ENTRY_BYTES = 64 * 1024;
 const MAX_BATCH = 1024;
 
 /**
- * Entries to ask for: enough for `wanted` bytes at `entryBytes` each, and no more, so a small
- * read (a replay's first piece, for a client that may drop at once) fetches little.
+ * Entries to ask for: enough for `wanted` bytes at `entryBytes` each and one more (the range's
+ * last entry may straddle its end), and no more, so a small read fetches little.
  */
 function batchSize(wanted: number, entryBytes: number): number {
-  return Math.min(MAX_BATCH, Math.max(1, Math.ceil(wanted / entryBytes)));
+  return Math.min(MAX_BATCH, Math.max(1, Math.ceil(wanted / entryBytes) + 1));
 }
 
 interface KeyState {

@@ -49,8 +49,8 @@ export function encodeReadChunk(readId: number, offset: number, bytes: Uint8Arra
   return frame;
 }
 
-/** The first READ_CHUNK_HEADER_BYTES of a ReadChunk frame: a sender may send the payload after it without a copy. */
-export function encodeReadChunkHeader(readId: number, offset: number): Uint8Array {
+/** The first READ_CHUNK_HEADER_BYTES of a ReadChunk frame. */
+function encodeReadChunkHeader(readId: number, offset: number): Uint8Array {
   if (!Number.isInteger(readId) || readId < 0 || readId >= TWO_32) throw new RangeError(`bad read id ${readId}`);
   if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
   const header = new Uint8Array(READ_CHUNK_HEADER_BYTES);

@@ -152,6 +152,15 @@ async function pinged(client: TermClient): Promise<void> {
 const PACED_SEQ =
   "sleep 0.3; i=0; while [ $i -lt 400 ]; do seq $((i*1000+1)) $((i*1000+1000)); i=$((i+1)); sleep 0.02; done; echo seq-done";
 
+/** A session running PACED_SEQ, a framed client on it from offset 0, and the bytes it must print. */
+async function pacedSession(api: Api, edge: Edge) {
+  const expected = Buffer.concat([seqOutput(1, 400000), Buffer.from("seq-done\r\n")]);
+  const s = await api.create({ command: "/bin/sh", args: ["-c", PACED_SEQ] });
+  const client = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
+  await client.opened;
+  return { expected, s, client };
+}
+
 function count(text: string, needle: string): number {
   return text.split(needle).length - 1;
 }
@@ -438,10 +447,7 @@ describe("resilience", () => {
     dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
     const { api, edge } = stack;
     const proxy = stack.proxy as TcpProxy;
-    const expected = Buffer.concat([seqOutput(1, 400000), Buffer.from("seq-done\r\n")]);
-    const s = await api.create({ command: "/bin/sh", args: ["-c", PACED_SEQ] });
-    const client = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
-    await client.opened;
+    const { expected, s, client } = await pacedSession(api, edge);
 
     // Four times: the link's frames stop reaching the edge (the runner believes them sent),
     // then the link dies; the next link must start where the edge is, not where the runner was.
@@ -475,10 +481,7 @@ describe("resilience", () => {
     dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
     const { api, edge } = stack;
     const redisProxy = stack.redisProxy as TcpProxy;
-    const expected = Buffer.concat([seqOutput(1, 400000), Buffer.from("seq-done\r\n")]);
-    const s = await api.create({ command: "/bin/sh", args: ["-c", PACED_SEQ] });
-    const client = new TermClient(edge.url, s.id, KEY, { query: "from=0" });
-    await client.opened;
+    const { expected, s, client } = await pacedSession(api, edge);
     await client.waitFor(() => (client.nextOffset ?? 0) >= 100_000, "output before the outage", 20_000);
 
     // Redis goes away: connections reset, new ones refused, for 7 s.
