@@ -30,6 +30,11 @@ function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b);
 }
 
+/** Whether two secrets are equal, compared as SHA-256 digests in constant time (lengths do not show). */
+export async function secretsEqual(a: string, b: string): Promise<boolean> {
+  return digestsEqual(await sha256(a), await sha256(b));
+}
+
 /** Parsed key lists, per isolate, keyed by the raw `API_KEYS` text. */
 const keyCache = new Map<string, Promise<KeyEntry[]>>();
 
@@ -139,7 +144,7 @@ export const requireRunner = createMiddleware<{ Bindings: Env; Variables: Runner
   const claims = c.env.RUNNER_SECRET ? await verifyRunnerCredential(c.env.RUNNER_SECRET, token) : null;
   if (claims) {
     c.set("runner", { runnerId: claims.runnerId, tenants: claims.tenants, verified: true });
-  } else if (c.env.RUNNER_TOKEN && digestsEqual(await sha256(token), await sha256(c.env.RUNNER_TOKEN))) {
+  } else if (c.env.RUNNER_TOKEN && (await secretsEqual(token, c.env.RUNNER_TOKEN))) {
     const claimed = c.req.header("x-runner-id") ?? null;
     c.set("runner", { runnerId: claimed, tenants: null, verified: false });
   } else {

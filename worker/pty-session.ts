@@ -1,8 +1,9 @@
 // PtySession: one Durable Object per tenant+session. Holds the session record, its
 // forward-only status and the offset of the output it has received, and wires the parts that
 // own the rest with callbacks: RunnerLinks (runner-links.ts: the host and reader links, their
-// tokens, acks and input state), ClientHub (client-hub.ts: clients, their replays and bounds)
-// and LogReads (log-reads.ts: reads of the output log through a runner).
+// tokens, acks and input state), ClientHub (client-hub.ts: clients, their replays and bounds),
+// OutputReads (output-reads.ts: `GET .../output`) and LogReads (log-reads.ts: reads of the
+// output log through a runner).
 import { DurableObject } from "cloudflare:workers";
 import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
@@ -18,8 +19,9 @@ import {
 } from "../shared/session.js";
 import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
 import { refuseSocket } from "./errors.js";
-import { LogReads, type ReadHandler } from "./log-reads.js";
-import { CLIENT_TAG, ClientHub, READ_PIECE_BYTES, type StartFrom } from "./client-hub.js";
+import { LogReads } from "./log-reads.js";
+import { CLIENT_TAG, ClientHub, type StartFrom } from "./client-hub.js";
+import { type OutputRange, OutputReads } from "./output-reads.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
 import { closeQuietly } from "./sockets.js";
 import type { SocketSubscriber } from "./subscribers.js";
@@ -52,16 +54,8 @@ interface Stored {
   readerToken: string;
 }
 
-export interface OutputRange {
-  from: number;
-  to: number;
-  bytes: Uint8Array<ArrayBuffer>;
-}
-
 type StartOutcome = "started" | "failed" | "timeout";
 
-/** Most bytes one `GET .../output` answers with; `X-Offset-To` says where to go on from. */
-export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
 /** A host link silent (no heartbeat, no frame) this long is taken for dead. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
@@ -87,8 +81,7 @@ export class PtySession extends DurableObject<Env> {
   private readonly reads: LogReads;
   private readonly clients: ClientHub;
   private readonly links: RunnerLinks;
-  /** `GET .../output` reads in flight. */
-  private outputReads = 0;
+  private readonly outputReads: OutputReads;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -102,6 +95,11 @@ export class PtySession extends DurableObject<Env> {
       () => this.stored !== undefined && !isTerminal(this.stored.record.status),
       () => this.summonReader(),
     );
+    this.outputReads = new OutputReads(this.reads, {
+      offset: () => this.offset,
+      retainedFrom: () => this.retainedFrom,
+      noteLeadingGap: (from, to) => this.noteLeadingGap(from, to),
+    });
     this.links = new RunnerLinks(ctx, this.reads, {
       offset: () => this.offset,
       output: (offset, data, frame) => this.onOutput(offset, data, frame),
@@ -255,60 +253,10 @@ export class PtySession extends DurableObject<Env> {
     return session;
   }
 
-  /**
-   * `GET .../output`: logged bytes from `from` (or the oldest retained) up to `to` (or now), at
-   * most MAX_OUTPUT_RESPONSE_BYTES, copied once into the answer. At most MAX_OUTPUT_READS run
-   * at once per session (429 beyond), so concurrent reads cannot exhaust the object's memory.
-   */
-  async output(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
-    if (!this.stored) return this.notFound();
-    const max = limits(this.env).maxOutputReads;
-    if (this.outputReads >= max) {
-      return fail("QUOTA_EXCEEDED", `at most ${max} output reads at once per session; try again`, 1);
-    }
-    this.outputReads++;
-    try {
-      return await this.readOutput(from, to);
-    } finally {
-      this.outputReads--;
-    }
-  }
-
-  private async readOutput(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
-    const end = Math.min(to ?? this.offset, this.offset);
-    let start = Math.min(from ?? this.retainedFrom, end);
-    if (start < this.retainedFrom && this.retainedFrom <= end) start = this.retainedFrom;
-    const bytes = new Uint8Array(Math.min(end - start, MAX_OUTPUT_RESPONSE_BYTES));
-    let size = 0;
-    let cursor = start;
-    while (cursor < end && size < bytes.byteLength) {
-      const before = cursor;
-      const pieceEnd = Math.min(end, cursor + Math.min(READ_PIECE_BYTES, bytes.byteLength - size));
-      let stopped = false;
-      const failed = await this.readPiece(cursor, pieceEnd, {
-        onChunk: (offset, data) => {
-          if (stopped || offset !== cursor) return;
-          const take = data.subarray(0, bytes.byteLength - size);
-          bytes.set(take, size);
-          size += take.byteLength;
-          cursor += take.byteLength;
-        },
-        onGap: (gapFrom, gapTo) => {
-          if (stopped) return;
-          // A gap before any byte moves the start on; a gap after bytes ends this answer.
-          if (size > 0) {
-            stopped = true;
-            return;
-          }
-          this.noteLeadingGap(gapFrom, gapTo);
-          start = cursor = gapTo;
-        },
-      });
-      if (failed) return failed;
-      if (stopped || cursor === before) break;
-    }
-    // A view would carry its whole buffer across RPC: copy when the answer came out short.
-    return { from: start, to: start + size, bytes: size === bytes.byteLength ? bytes : bytes.slice(0, size) };
+  /** `GET .../output` (output-reads.ts). */
+  output(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
+    if (!this.stored) return Promise.resolve(this.notFound());
+    return this.outputReads.read(from, to, limits(this.env).maxOutputReads);
   }
 
   // ---- Sockets and streams ----
@@ -445,20 +393,6 @@ export class PtySession extends DurableObject<Env> {
     if (next <= this.retainedFrom) return;
     this.retainedFrom = next;
     this.ctx.storage.kv.put("retainedFrom", next);
-  }
-
-  /** Reads [from, to) in one go, for `output`; resolves with the failure, if it failed. */
-  private readPiece(
-    from: number,
-    to: number,
-    handler: Pick<ReadHandler, "onChunk" | "onGap">,
-  ): Promise<Failure | undefined> {
-    return new Promise((resolve) => {
-      this.reads.read(from, to, {
-        ...handler,
-        onEnd: (_end, error) => resolve(error ? fail(error.code, error.message) : undefined),
-      });
-    });
   }
 
   private async summonReader(): Promise<boolean> {

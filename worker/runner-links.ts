@@ -13,7 +13,7 @@ import {
   decodeFrame,
   parseMessage,
 } from "../shared/protocol.js";
-import { runnerFromHeaders } from "./auth.js";
+import { runnerFromHeaders, secretsEqual } from "./auth.js";
 import type { LogReads } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
 
@@ -44,12 +44,12 @@ export class RunnerLinks {
    * the session was placed on) and, from a runner with a credential, that runner's id; a
    * reader link needs the reader token. Anything else is refused, and never replaces a link.
    */
-  accept(reader: boolean, headers: Headers, credentials: LinkCredentials, ended: boolean): Response {
+  async accept(reader: boolean, headers: Headers, credentials: LinkCredentials, ended: boolean): Promise<Response> {
     const runner = runnerFromHeaders(headers);
     const expected = reader ? credentials.readerToken : credentials.linkToken;
     const presented = headers.get("x-link-token") ?? "";
     const misplaced = !reader && runner.verified && runner.runnerId !== credentials.runnerId;
-    if (!tokensEqual(presented, expected) || misplaced) {
+    if (!(await secretsEqual(presented, expected)) || misplaced) {
       log.warn("link.refused", { key: this.port.keyForLog(), reader, runnerId: runner.runnerId, misplaced });
       return new Response("this link credential is not this session's", { status: 403 });
     }
@@ -220,13 +220,6 @@ export class RunnerLinks {
       },
     );
   }
-}
-
-/** Constant-time comparison of two tokens (lengths may differ: then they are not equal). */
-function tokensEqual(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  return x.byteLength === y.byteLength && crypto.subtle.timingSafeEqual(x, y);
 }
 
 // ---- Shared types ----

@@ -11,7 +11,7 @@ import { type Access, type AuthVariables, allows, authenticate } from "./auth.js
 import { mintToken } from "./tokens.js";
 import { wantsRaw } from "./errors.js";
 import { type Env, limits, sessionStub, tenantStub } from "./env.js";
-import type { OutputRange } from "./pty-session.js";
+import type { OutputRange } from "./output-reads.js";
 import {
   ConnectQuery,
   CreateSessionBody,
