@@ -2,7 +2,7 @@
 // Binary frames carry terminal bytes; text frames carry JSON control messages.
 // Pure functions only: used by the Worker (workerd), the runner (Node) and clients.
 import { z } from "zod";
-import { SESSION_STATUSES, SIGNALS, type Session } from "./session.js";
+import { END_REASONS, SESSION_STATUSES, SIGNALS, type EndReason, type Session } from "./session.js";
 import { utf8ByteLength } from "./utf8.js";
 
 /** First byte of every binary frame. */
@@ -124,6 +124,8 @@ export type ExitInfo = {
   status: "exited" | "lost" | "failed";
   exitCode: number | null;
   signal: string | null;
+  /** Why the session ended (DESIGN §4). */
+  reason: EndReason | null;
   /** The session's final output offset: every byte below it was sent before `exit`. */
   offset: number;
 };
@@ -171,6 +173,8 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
     type: z.literal("exited"),
     exitCode: z.number().int().nullable(),
     signal: z.string().nullable(),
+    /** set when the runner ended the process itself: `drain` (it was shutting down) */
+    reason: z.enum(["drain"]).optional(),
   }),
   z.object({ type: z.literal("failed"), error: z.string() }),
   /** the log now holds output from `from` on (older bytes were trimmed) */
@@ -226,6 +230,8 @@ export const RunnerControlMessage = z.discriminatedUnion("type", [
     tenants: z.array(z.string().min(1).max(64)).max(1000).optional(),
   }),
   z.object({ type: z.literal("released"), key: z.string() }),
+  /** the runner is shutting down (SIGTERM): place nothing more on it; its sessions go on until it ends them */
+  z.object({ type: z.literal("draining") }),
 ]);
 export type RunnerControlMessage = z.infer<typeof RunnerControlMessage>;
 
@@ -265,3 +271,4 @@ export const PoolMessage = z.discriminatedUnion("type", [
 export type PoolMessage = z.infer<typeof PoolMessage>;
 
 export const StatusSchema = z.enum(SESSION_STATUSES);
+export const EndReasonSchema = z.enum(END_REASONS);

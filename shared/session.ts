@@ -21,7 +21,18 @@ export function canMove(from: SessionStatus, to: SessionStatus): boolean {
   return !isTerminal(from) && RANK[to] > RANK[from];
 }
 
-export interface Session {
+/** Why a session ended (DESIGN §4); null while it runs. */
+export const END_REASONS = ["exit", "deleted", "timeout", "idle", "detached", "drain", "runner_lost", "failed"] as const;
+export type EndReason = (typeof END_REASONS)[number];
+
+/** The three timers of a session, in seconds; 0 = off (DESIGN §9). */
+export interface SessionTimers {
+  timeoutSec: number;
+  idleTimeoutSec: number;
+  detachedTimeoutSec: number;
+}
+
+export interface Session extends SessionTimers {
   id: string;
   status: SessionStatus;
   command: string;
@@ -37,9 +48,12 @@ export interface Session {
   exitCode: number | null;
   signal: string | null;
   error: string | null;
+  reason: EndReason | null;
   offset: number;
   retainedFrom: number;
   clients: number;
+  /** When `timeoutSec` will end the session (ISO time), or null. */
+  expiresAt: string | null;
 }
 
 /** What a runner needs to start a session's process. */
@@ -76,3 +90,21 @@ export const SIGNALS = [
   "SIGPIPE",
 ] as const;
 export type SignalName = (typeof SIGNALS)[number];
+
+/** What `GET /v1/events` reports about a tenant's sessions (DESIGN §9). */
+export const EVENT_TYPES = ["session.created", "session.updated", "session.exited", "session.deleted"] as const;
+export type TenantEventType = (typeof EVENT_TYPES)[number];
+
+/** One event's `data:`; its `id:` is the tenant's sequence number, which only grows. */
+export interface TenantEvent {
+  type: TenantEventType;
+  session: Session;
+  /** ISO time */
+  at: string;
+}
+
+/** A page of `GET /v1/sessions`: `nextCursor` continues after the last one, null at the end. */
+export interface SessionPage {
+  sessions: Session[];
+  nextCursor: string | null;
+}
