@@ -55,7 +55,7 @@ const Env = z.object({
       }),
     ])
     .optional(),
-  /** Output kept per session for replay. */
+  /** Output kept per session for replay, at least: the newest this many bytes stay readable. */
   OUTPUT_RETAIN_BYTES: z.coerce
     .number()
     .int()

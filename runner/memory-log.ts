@@ -1,6 +1,7 @@
 // The in-process output log, used when no Redis is configured: per session, its chunks in
-// offset order, trimmed to `retainBytes` on append and dropped after `idleTtlSec` without
-// appends or when `expire` says so. Lives and dies with the runner.
+// offset order, trimmed on append to the chunks that hold the newest `retainBytes` bytes, and
+// dropped after `idleTtlSec` without appends, when `expire`'s TTL is up, or at once by `remove`.
+// Lives and dies with the runner.
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 
 interface Chunk {
@@ -93,11 +94,15 @@ export class MemoryLog implements OutputLog {
     this.sessions.clear();
   }
 
-  /** Drops whole chunks from the front until the log spans at most `retainBytes`. */
+  /**
+   * Drops whole chunks from the front while every byte of them is older than the newest
+   * `retainBytes`: the chunk that holds byte `end - retainBytes` stays, so at least
+   * `retainBytes` (or everything, if less was written) remain readable.
+   */
   private trim(session: Session): void {
     const { chunks } = session;
     const minOffset = session.end - this.options.retainBytes;
-    while (session.first < chunks.length && chunks[session.first].offset < minOffset) session.first++;
+    while (session.first < chunks.length && chunkEnd(chunks[session.first]) <= minOffset) session.first++;
     // Slice the dead prefix off once it is large, so trimming stays O(1) amortized.
     if (session.first > 1024 && session.first * 2 > chunks.length) {
       session.chunks = chunks.slice(session.first);
@@ -119,6 +124,10 @@ export class MemoryLog implements OutputLog {
       Math.min(Math.max(0, deadline - Date.now()), 2 ** 31 - 1),
     ).unref();
   }
+}
+
+function chunkEnd(chunk: Chunk): number {
+  return chunk.offset + chunk.data.byteLength;
 }
 
 /** Index of the last chunk in chunks[lo..] starting at or before `offset`, or lo - 1 if none. */

@@ -270,14 +270,16 @@ describe.each(implementations)("$name", (impl) => {
     expect(all.bytes.toString()).toBe("aaaBBBd");
   });
 
-  it("trims to retainBytes, leaving a leading gap", async () => {
+  it("trims to at least retainBytes, leaving a leading gap", async () => {
     const retainBytes = 16 * 1024;
     const maxChunk = 600;
     const log = await open({ retainBytes });
     const key = newKey();
     const chunks = randomChunks(prng(2), 400, maxChunk);
     const all = Buffer.concat(chunks);
-    const limit = retainBytes + impl.slack(retainBytes);
+    // At most the newest retainBytes, the chunk straddling their start, and what has come
+    // since the last trim.
+    const limit = retainBytes + maxChunk + impl.slack(retainBytes);
     let end = 0;
     let previous = 0;
     for (const [i, chunk] of chunks.entries()) {
@@ -288,7 +290,7 @@ describe.each(implementations)("$name", (impl) => {
       if (from === null) throw new Error("nothing retained");
       expect(from).toBeGreaterThanOrEqual(previous);
       expect(end - from).toBeLessThanOrEqual(limit);
-      if (end > limit) expect(end - from).toBeGreaterThan(retainBytes - maxChunk);
+      expect(end - from).toBeGreaterThanOrEqual(Math.min(end, retainBytes));
       previous = from;
     }
     const from = await log.retainedFrom(key);
@@ -300,6 +302,90 @@ describe.each(implementations)("$name", (impl) => {
     expect(rest.gaps).toEqual([]);
     expect(rest.end).toBe(end);
     expect(rest.bytes.equals(all.subarray(from))).toBe(true);
+  });
+
+  // DESIGN §2: after trimming, the newest retainBytes bytes are still replayable; a chunk goes
+  // only when every byte of it is older than end - retainBytes.
+  it.each([
+    { what: "chunks of retainBytes", sizes: Array<number>(6).fill(256 * 1024) },
+    // As the coalescer makes them at COALESCE_BYTES = retainBytes: full chunks, a small one at
+    // its leading edge or after a quiet moment, one cut a few bytes short at a UTF-8 boundary.
+    {
+      what: "chunks of retainBytes and shorter ones",
+      sizes: [1000, 262_144, 262_144, 80_000, 262_144, 262_144, 3000, 262_144, 262_141, 262_144, 80_000],
+    },
+    { what: "chunks that do not divide retainBytes", sizes: Array<number>(23).fill(100_000) },
+    { what: "odd chunk sizes", sizes: Array.from({ length: 31 }, (_, i) => 50_000 + ((i * 7919) % 40_000)) },
+  ])("keeps at least retainBytes with $what", async ({ sizes }) => {
+    const retainBytes = 256 * 1024;
+    const log = await open({ retainBytes });
+    const key = newKey();
+    const rand = prng(sizes.length);
+    const chunks = sizes.map((size) => {
+      const bytes = Buffer.alloc(size);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = rand(256);
+      return bytes;
+    });
+    const all = Buffer.concat(chunks);
+    const starts: number[] = [];
+    let end = 0;
+    for (const bytes of chunks) {
+      // One at a time, checked after each: the newest retainBytes are always there.
+      await log.append(key, end, bytes);
+      starts.push(end);
+      end += bytes.length;
+      const wanted = Math.max(0, end - retainBytes);
+      const from = await log.retainedFrom(key);
+      expect(from).not.toBeNull();
+      expect(from).toBeLessThanOrEqual(wanted);
+      const got = flatten(await log.read(key, wanted, end, BIG), wanted);
+      expect(got.gaps).toEqual([]);
+      expect(got.end).toBe(end);
+      expect(got.bytes.equals(all.subarray(wanted, end))).toBe(true);
+    }
+    // Whatever is held from retainedFrom on reads back exactly; nothing before it does.
+    const from = (await log.retainedFrom(key)) as number;
+    expect(from).toBeGreaterThan(0);
+    const items = await log.read(key, 0, end, BIG);
+    expect(items[0]).toEqual({ type: "gap", from: 0, to: from });
+    const rest = flatten(items.slice(1), from);
+    expect(rest.gaps).toEqual([]);
+    expect(rest.bytes.equals(all.subarray(from))).toBe(true);
+    // The chunk that straddles end - retainBytes is kept whole, and every chunk wholly older is
+    // gone (each append here grows the log past RedisLog's trimSlack, so each one trims).
+    const straddler = starts.filter((start) => start <= end - retainBytes).pop();
+    expect(from).toBe(straddler);
+  });
+
+  it("drops a chunk once every byte of it is older than end - retainBytes, and only then", async () => {
+    const retainBytes = 64 * 1024;
+    const log = await open({ retainBytes });
+    const key = newKey();
+    const size = 40_000;
+    const bytes = (i: number) => Buffer.alloc(size, i + 1);
+    // Chunks at 0, 40000, 80000, …; retainBytes = 65536.
+    let end = 0;
+    for (let i = 0; i < 3; i++) {
+      await log.append(key, end, bytes(i));
+      end += size;
+    }
+    // end = 120000, boundary 54464: chunk 0 [0, 40000) is wholly older, chunk 1 straddles.
+    // A trim runs here for both logs (RedisLog: the log grew by more than trimSlack).
+    await log.append(key, end, bytes(3).subarray(0, 10_000));
+    end += 10_000;
+    // end = 130000, boundary 64464: chunk 1 [40000, 80000) still holds newer bytes.
+    expect(await log.retainedFrom(key)).toBe(size);
+    expect(await log.read(key, 0, size, BIG)).toEqual([{ type: "gap", from: 0, to: size }]);
+    const held = flatten(await log.read(key, size, end, BIG), size);
+    expect(held.gaps).toEqual([]);
+    expect(held.bytes.equals(Buffer.concat([bytes(1), bytes(2), bytes(3).subarray(0, 10_000)]))).toBe(true);
+    // Past 80000 + 65536 = 145536, chunk 1 is wholly older: the trim after that drops it.
+    await log.append(key, end, bytes(4).subarray(0, 20_000));
+    end += 20_000;
+    expect(await log.retainedFrom(key)).toBe(2 * size);
+    const rest = flatten(await log.read(key, 0, end, BIG), 0);
+    expect(rest.gaps).toEqual([[0, 2 * size]]);
+    expect(rest.bytes.equals(Buffer.concat([bytes(2), bytes(3).subarray(0, 10_000), bytes(4).subarray(0, 20_000)]))).toBe(true);
   });
 
   it("reports holes in the log as gaps with exact bounds", async () => {

@@ -20,8 +20,11 @@ export interface OutputLog {
    * resolves without change; an append at an offset the log has passed without holding it
    * (a later pipelined append landed while this one failed) drops everything from `offset`
    * on first, and the caller then appends the rest again, one chunk at a time.
-   * Trims the session's log to at most `retainBytes` (a chunk at the boundary may go with
-   * the trimmed part).
+   * Trims the session's log, keeping at least `retainBytes`: afterwards the newest
+   * `retainBytes` bytes (or all, if fewer were written) are still readable, so `retainedFrom`
+   * is at most `end - retainBytes`. Only whole chunks go, and a chunk goes only when every
+   * byte of it is older than `end - retainBytes`; the one holding that byte stays whole.
+   * (RedisLog trims every `retainBytes / 8` bytes, so wholly older chunks may linger that long.)
    */
   append(key: string, offset: number, data: Buffer): Promise<void>;
 
@@ -53,7 +56,7 @@ export interface OutputLog {
 }
 
 export interface OutputLogOptions {
-  /** Bytes kept per session (OUTPUT_RETAIN_BYTES). */
+  /** Bytes kept per session, at least (OUTPUT_RETAIN_BYTES). */
   retainBytes: number;
   /** How long a running session's log lives without appends before it is dropped anyway. */
   idleTtlSec: number;

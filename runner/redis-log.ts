@@ -2,7 +2,7 @@
 // braces are a Redis Cluster hash tag, so a session's data stays on one shard). Each chunk is one
 // entry with ID `<offset>-1` (offsets strictly increase, so IDs do; seq 1 because `0-0` is not
 // a valid ID) and one field `d` holding the bytes. Needs Redis >= 6.2 (XTRIM MINID, exclusive
-// XRANGE starts). The only file that imports ioredis.
+// XRANGE starts) with scripting (EVAL, for the trim). The only file that imports ioredis.
 //
 // One Redis or a Redis Cluster (REDIS_URL, runner/redis-url.ts): a node list connects with
 // ioredis's Cluster client at once; a single URL connects with the plain client, asks the server
@@ -26,12 +26,30 @@ export function streamKey(key: string): string {
 
 /**
  * Trimming runs once the log has grown this much since the last trim, not on every append,
- * so a session's stream can hold up to `retainBytes + trimSlack(retainBytes)` bytes between
- * trims. Each trim is exact: afterwards it holds at most `retainBytes`.
+ * so between trims a stream holds up to `trimSlack(retainBytes)` bytes more than a trim leaves.
+ * Each trim is exact: it leaves the entries that hold the newest `retainBytes` bytes (the one
+ * holding byte `end - retainBytes` included) and removes every entry wholly older than that.
  */
 export function trimSlack(retainBytes: number): number {
   return Math.max(1, Math.ceil(retainBytes / 8));
 }
+
+/**
+ * Trims a stream to the entries that hold bytes at or after ARGV[1] (`end - retainBytes`), in
+ * one round trip and atomically: the last entry starting at or before that offset (ID
+ * `<offset>-1`) is kept if it reaches past it, and everything older goes (XTRIM MINID, exact).
+ * One key, so it runs on the session's shard in a cluster. Two O(log n) steps plus the removal.
+ */
+const TRIM_SCRIPT = `
+local last = redis.call('XREVRANGE', KEYS[1], ARGV[1] .. '-1', '-', 'COUNT', 1)[1]
+if not last then return 0 end
+local id = last[1]
+local start = tonumber(string.sub(id, 1, string.find(id, '-', 1, true) - 1))
+if start + string.len(last[2][2] or '') > tonumber(ARGV[1]) then
+  return redis.call('XTRIM', KEYS[1], 'MINID', id)
+end
+return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
+`;
 
 /** A session's TTL is refreshed at most this often (and at least twice per TTL). */
 const EXPIRE_REFRESH_MS = 60_000;
@@ -321,9 +339,9 @@ export class RedisLog implements OutputLog {
     }
     if (end - state.trimmedAt >= this.slack) {
       state.trimmedAt = end;
-      // Exact MINID: every entry starting before end - retainBytes goes, a straddling one too.
+      // Every entry wholly older than end - retainBytes goes; the one straddling it stays.
       const minOffset = end - this.options.retainBytes;
-      if (minOffset > 0) this.redis.xtrim(stream, "MINID", minOffset).catch(() => {});
+      if (minOffset > 0) this.redis.eval(TRIM_SCRIPT, 1, stream, minOffset).catch(() => {});
     }
   }
 
