@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
+import { toolPath } from "../scripts/test-tools.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, until } from "./harness.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
@@ -15,13 +16,15 @@ const url = inject("edgeUrl");
 const api = new Api(url, TENANTS.acme);
 const CLI = join(ROOT, "bin/ptybroker.js");
 const SOCKET = `ptyb-cli-test-${process.pid}`;
+/** tmux, found or provided by npm test's pretest step (scripts/test-tools.ts). */
+const TMUX = toolPath("tmux");
 const dir = mkdtempSync(join(tmpdir(), "ptyb-cli-"));
 const sessions: string[] = [];
 const proxies: TcpProxy[] = [];
 let tmuxStarted = false;
 
 function tmux(...args: string[]): string {
-  return execFileSync("tmux", ["-L", SOCKET, "-f", "/dev/null", ...args], { encoding: "utf8" });
+  return execFileSync(TMUX, ["-L", SOCKET, "-f", "/dev/null", ...args], { encoding: "utf8" });
 }
 
 /** A detached tmux session of `cols`×`rows` running `command` under sh, with the CLI's env. */

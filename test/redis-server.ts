@@ -7,6 +7,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { freePort } from "../scripts/stack.js";
+import { toolPath } from "../scripts/test-tools.js";
 
 export interface RedisServer {
   url: string;
@@ -19,8 +20,8 @@ export interface RedisServer {
   restart(): Promise<void>;
 }
 
-/** REDIS_SERVER overrides the binary; otherwise `redis-server` from PATH. */
-const BINARY = process.env.REDIS_SERVER ?? "redis-server";
+/** REDIS_SERVER overrides the binary; otherwise the one npm test's pretest step found or provided (scripts/test-tools.ts). */
+const BINARY = process.env.REDIS_SERVER ?? toolPath("redis-server");
 const READY_DEADLINE_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 
@@ -154,10 +155,10 @@ export interface RedisCluster {
   stop(): Promise<void>;
 }
 
-/** REDIS_CLI overrides redis-cli; else the one next to REDIS_SERVER, else `redis-cli` from PATH. */
+/** REDIS_CLI overrides redis-cli; else the one next to REDIS_SERVER, else the one the pretest step resolved. */
 const CLI =
   process.env.REDIS_CLI ??
-  (process.env.REDIS_SERVER?.includes("/") ? join(dirname(process.env.REDIS_SERVER), "redis-cli") : "redis-cli");
+  (process.env.REDIS_SERVER?.includes("/") ? join(dirname(process.env.REDIS_SERVER), "redis-cli") : toolPath("redis-cli"));
 const CLUSTER_MASTERS = 3;
 const CLUSTER_DEADLINE_MS = 20_000;
 

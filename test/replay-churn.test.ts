@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import WebSocket from "ws";
 import { describe, expect, inject, it } from "vitest";
+import { toolPath } from "../scripts/test-tools.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, TermClient, line, until } from "./harness.js";
 
@@ -21,7 +22,7 @@ function rssBytes(pid: number): number {
 
 /** How many XRANGE/XREVRANGE calls Redis has served so far. */
 function redisReads(): number {
-  const stats = execFileSync("redis-cli", ["-p", redisPort, "info", "commandstats"], { encoding: "utf8" });
+  const stats = execFileSync(toolPath("redis-cli"), ["-p", redisPort, "info", "commandstats"], { encoding: "utf8" });
   let calls = 0;
   for (const match of stats.matchAll(/^cmdstat_(?:xrange|xrevrange):calls=(\d+)/gm)) calls += Number(match[1]);
   return calls;

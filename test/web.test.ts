@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
+import { toolPath } from "../scripts/test-tools.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, until } from "./harness.js";
 import { type TcpProxy, startProxy } from "./tcp-proxy.js";
@@ -25,7 +26,8 @@ declare const MutationObserver: new (callback: () => void) => {
 };
 declare const window: { statesSeen?: string[] };
 
-const CHROMIUM = "/usr/bin/chromium";
+/** Debian's chromium, found or provided by npm test's pretest step (scripts/test-tools.ts). */
+const CHROMIUM = toolPath("chromium");
 const url = inject("edgeUrl");
 const api = new Api(url, TENANTS.acme);
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };

@@ -1,0 +1,176 @@
+// The programs the tests run that npm cannot bring: chromium (test/web.test.ts drives the page in
+// it), redis-server and redis-cli (the output log, the Redis Cluster) and tmux (test/cli.test.ts).
+//
+// `tsx scripts/test-tools.ts` (npm's `pretest`) finds each one, or provides it from Debian's
+// packages, and writes where it is to node_modules/.cache/ptybroker-test-tools/tools.json:
+//   1. on PATH (chromium also at /usr/bin/chromium): used as it is;
+//   2. as root with apt-get: `apt-get update`, `apt-get install --no-install-recommends`;
+//   3. otherwise, without root: `apt-get download` the package and the dependencies that are not
+//      installed (the set `apt-get -s install` would install), `dpkg-deb -x` them into the cache,
+//      and write a wrapper per program that sets LD_LIBRARY_PATH to the unpacked libraries;
+//   4. else it fails, saying what is missing and the command that installs it. No suite is skipped.
+// Nothing is downloaded from anywhere but Debian's package archives (apt's configured sources).
+// The tests ask `toolPath(name)`. PTYB_TEST_TOOLS_FORCE_LOCAL=1 ignores installed copies and takes
+// step 3 for every program (to check that path on a machine that has them).
+import { execFileSync, spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { delimiter, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export type Tool = "chromium" | "redis-server" | "redis-cli" | "tmux";
+
+/** Per program: its Debian package, the real binary inside it, and who needs it (for messages). */
+const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
+  // /usr/bin/chromium is Debian's shell wrapper; unpacked, we start the real binary ourselves.
+  chromium: { pkg: "chromium", binary: "usr/lib/chromium/chromium", for: "test/web.test.ts" },
+  "redis-server": { pkg: "redis-server", binary: "usr/bin/redis-server", for: "the Redis output log tests" },
+  "redis-cli": { pkg: "redis-tools", binary: "usr/bin/redis-cli", for: "the Redis Cluster tests" },
+  tmux: { pkg: "tmux", binary: "usr/bin/tmux", for: "test/cli.test.ts" },
+};
+const NAMES = Object.keys(TOOLS) as Tool[];
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+/** Git-ignored (under node_modules): downloaded .debs, their unpacked tree, wrappers, tools.json. */
+export const CACHE = join(ROOT, "node_modules/.cache/ptybroker-test-tools");
+const RESOLVED = join(CACHE, "tools.json");
+const FORCE_LOCAL = process.env.PTYB_TEST_TOOLS_FORCE_LOCAL === "1";
+
+/** Where `name` is: what the pretest step resolved, else PATH; throws saying how to get it. */
+export function toolPath(name: Tool): string {
+  const resolved = existsSync(RESOLVED) ? (JSON.parse(readFileSync(RESOLVED, "utf8")) as Partial<Record<Tool, string>>) : {};
+  const path = resolved[name] ?? onPath(name);
+  if (!path) throw new Error(`${name} not found: run \`npx tsx scripts/test-tools.ts\` (npm test's pretest step)`);
+  return path;
+}
+
+/** The executable called `name` on PATH (chromium also at /usr/bin/chromium), or undefined. */
+function onPath(name: Tool): string | undefined {
+  const dirs = (process.env.PATH ?? "").split(delimiter).filter(Boolean);
+  if (name === "chromium") dirs.push("/usr/bin");
+  return dirs.map((dir) => join(dir, name)).find(executable);
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function has(command: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" }).status === 0;
+}
+
+function say(line: string): void {
+  console.log(`test-tools: ${line}`);
+}
+
+/** Runs a command quietly; throws with the end of its output if it fails. */
+function run(command: string, args: string[], cwd?: string): void {
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  const result = spawnSync(command, args, { cwd, env, encoding: "utf8", maxBuffer: 64 << 20 });
+  if (result.status !== 0) {
+    const output = `${result.stdout ?? ""}${result.stderr ?? ""}`.trim().split("\n").slice(-20).join("\n");
+    throw new Error(`\`${command} ${args.join(" ")}\` failed (${result.status ?? result.signal ?? result.error?.message}):\n${output}`);
+  }
+}
+
+/** Step 2: as root, install the packages with apt-get. */
+function aptInstall(packages: string[], reason: string): void {
+  say(`apt-get update (to install ${packages.join(", ")} for ${reason})`);
+  run("apt-get", ["update", "-qq"]);
+  say(`installing ${packages.join(", ")} from Debian's packages for ${reason} (first run only, ~1 min for chromium)`);
+  run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...packages]);
+}
+
+/** Step 3: without root, download and unpack the packages and their missing dependencies. */
+function unpackLocally(packages: string[], reason: string): void {
+  // What apt would install here: the missing dependencies (apt's own choice among alternatives).
+  // The packages themselves are named too, in case they are installed but ignored (FORCE_LOCAL).
+  const plan = execFileSync("apt-get", ["-s", "install", "--no-install-recommends", ...packages], { encoding: "utf8" });
+  const wanted = new Set(packages);
+  for (const match of plan.matchAll(/^Inst (\S+)/gm)) wanted.add(match[1] as string);
+  const debs = join(CACHE, "debs");
+  mkdirSync(debs, { recursive: true });
+  say(`downloading ${wanted.size} Debian packages (${packages.join(", ")} and what they need that is not installed) for ${reason}, without root, into ${debs} (first run only)`);
+  run("apt-get", ["download", "-q", ...wanted], debs);
+  say(`unpacking them into ${join(CACHE, "root")}`);
+  for (const file of readdirSync(debs).filter((f) => f.endsWith(".deb"))) {
+    run("dpkg-deb", ["-x", join(debs, file), join(CACHE, "root")]);
+  }
+  rmSync(debs, { recursive: true, force: true });
+}
+
+/** A wrapper in the cache that runs the unpacked binary with the unpacked libraries; undefined if not unpacked. */
+function localTool(name: Tool): string | undefined {
+  const root = join(CACHE, "root");
+  const binary = join(root, TOOLS[name].binary);
+  if (!existsSync(binary)) return undefined;
+  const libraries = libraryDirs(root).join(":");
+  const wrapper = join(CACHE, "bin", name);
+  mkdirSync(dirname(wrapper), { recursive: true });
+  const script = [
+    "#!/bin/sh",
+    `# ${name} unpacked by scripts/test-tools.ts, run with its unpacked libraries.`,
+    `export LD_LIBRARY_PATH='${libraries}'\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}`,
+    `exec '${binary}' "$@"`,
+  ].join("\n");
+  writeFileSync(wrapper, `${script}\n`, { mode: 0o755 });
+  return wrapper;
+}
+
+/** Every folder under `root` holding a shared library (lib*.so*). */
+function libraryDirs(root: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    const entries = readdirSync(dir, { withFileTypes: true });
+    if (entries.some((e) => !e.isDirectory() && /^lib.*\.so(\.|$)/.test(e.name))) found.push(dir);
+    for (const e of entries) if (e.isDirectory()) walk(join(dir, e.name));
+  };
+  if (existsSync(root)) walk(root);
+  return found;
+}
+
+function main(): void {
+  const started = performance.now();
+  const find = (name: Tool) => (FORCE_LOCAL ? undefined : onPath(name)) ?? localTool(name);
+  const missing = NAMES.filter((name) => !find(name));
+  if (missing.length > 0) {
+    const packages = [...new Set(missing.map((name) => TOOLS[name].pkg))];
+    const reason = [...new Set(missing.map((name) => TOOLS[name].for))].join(", ");
+    const root = process.getuid?.() === 0;
+    if (root && !FORCE_LOCAL && has("apt-get")) aptInstall(packages, reason);
+    else {
+      const install = `sudo apt-get install -y --no-install-recommends ${packages.join(" ")}`;
+      if (!has("apt-get") || !has("dpkg-deb")) {
+        throw new Error(`missing ${missing.join(", ")} (for ${reason}); without root, apt-get and dpkg-deb it cannot provide them: install them (\`${install}\`) and run npm test again`);
+      }
+      try {
+        unpackLocally(packages, reason);
+      } catch (error) {
+        throw new Error(`missing ${missing.join(", ")} (for ${reason}) and could not unpack them without root (${(error as Error).message.trim()}); install them (\`${install}\`) and run npm test again`);
+      }
+    }
+  }
+  const resolved: Partial<Record<Tool, string>> = {};
+  for (const name of NAMES) {
+    const path = find(name);
+    if (!path) throw new Error(`${name} (Debian package ${TOOLS[name].pkg}, for ${TOOLS[name].for}) is still missing after installing it`);
+    resolved[name] = path;
+  }
+  mkdirSync(CACHE, { recursive: true });
+  writeFileSync(RESOLVED, `${JSON.stringify(resolved, null, 2)}\n`);
+  const took = missing.length > 0 ? ` (provided ${missing.join(", ")} in ${((performance.now() - started) / 1000).toFixed(1)} s)` : "";
+  say(`${NAMES.map((name) => `${name}=${resolved[name]}`).join(" ")}${took}`);
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    main();
+  } catch (error) {
+    console.error(`test-tools: ${(error as Error).message}`);
+    process.exit(1);
+  }
+}
