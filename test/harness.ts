@@ -393,3 +393,154 @@ export class SseClient {
 export function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
+
+// ---- Helpers of the lifecycle suites (timers, events, retention, paging, drain, heartbeat) ----
+
+export interface SseMessage {
+  event: string;
+  id: string | undefined;
+  data: string;
+}
+
+/**
+ * A Server-Sent Events reader for any path (`/v1/events`, a session's `/stream`), parsed line by
+ * line as the specification says (LF, CRLF or CR; fields `event`, `data`, `id`). Comment lines
+ * (`:` first: keep-alives) are kept apart, with the time each arrived, and are not events.
+ */
+export class EventStreamClient {
+  readonly events: SseMessage[] = [];
+  readonly comments: { text: string; at: number }[] = [];
+  status = 0;
+  contentType: string | null = null;
+  /** The body when the answer was not a stream (an error). */
+  body = "";
+  ended = false;
+  readonly done: Promise<void>;
+  private readonly abort = new AbortController();
+  private waiters = new Set<() => void>();
+
+  constructor(url: string, path: string, key: string, options: { lastEventId?: string } = {}) {
+    const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "text/event-stream" };
+    if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
+    this.done = this.run(`${url}${path}`, headers).finally(() => {
+      this.ended = true;
+      this.notify();
+    });
+  }
+
+  /** The `data:` of every event of `type` (all but comments and `gap` when omitted), as JSON. */
+  json<T = any>(type?: string): (T & { id: string | undefined; event: string })[] {
+    return this.events
+      .filter((e) => (type === undefined ? e.event !== "gap" : e.event === type))
+      .map((e) => ({ ...(JSON.parse(e.data) as T), id: e.id, event: e.event }));
+  }
+
+  close(): void {
+    this.abort.abort();
+  }
+
+  /** Resolves once `check` holds, re-checked as the stream moves; rejects at the deadline. */
+  waitFor(check: () => boolean, what: string, deadlineMs = 15_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const test = () => {
+        if (check()) {
+          this.waiters.delete(test);
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(test);
+        reject(
+          new Error(
+            `timed out after ${deadlineMs} ms waiting for ${what}; status ${this.status}, ` +
+              `events ${JSON.stringify(this.events.map((e) => `${e.id}:${e.event}`))}, body ${this.body.slice(0, 300)}`,
+          ),
+        );
+      }, deadlineMs);
+      this.waiters.add(test);
+      test();
+    });
+  }
+
+  private notify(): void {
+    for (const waiter of [...this.waiters]) waiter();
+  }
+
+  private async run(target: string, headers: Record<string, string>): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(target, { headers, signal: this.abort.signal });
+    } catch {
+      return;
+    }
+    this.status = res.status;
+    this.contentType = res.headers.get("content-type");
+    this.notify();
+    if (!res.body) return;
+    if (!this.contentType?.startsWith("text/event-stream")) {
+      try {
+        this.body = await res.text();
+      } catch {
+        // aborted
+      }
+      return;
+    }
+    const decoder = new TextDecoder();
+    let pending = "";
+    let block: SseMessage = { event: "message", id: undefined, data: "" };
+    let fields = 0;
+    const line = (row: string) => {
+      if (row === "") {
+        if (fields > 0) {
+          if (block.data.endsWith("\n")) block.data = block.data.slice(0, -1);
+          this.events.push(block);
+        }
+        block = { event: "message", id: undefined, data: "" };
+        fields = 0;
+        return;
+      }
+      if (row.startsWith(":")) {
+        this.comments.push({ text: row, at: Date.now() });
+        return;
+      }
+      const colon = row.indexOf(":");
+      const field = colon < 0 ? row : row.slice(0, colon);
+      const value = colon < 0 ? "" : row.slice(colon + 1).replace(/^ /, "");
+      fields++;
+      if (field === "event") block.event = value;
+      else if (field === "id") block.id = value;
+      else if (field === "data") block.data += `${value}\n`;
+    };
+    try {
+      for await (const piece of res.body) {
+        pending += decoder.decode(piece, { stream: true });
+        // A CR at the very end may be the first half of CRLF: keep it for the next piece.
+        let match: RegExpExecArray | null;
+        const eol = /\r\n|\r(?!$)|\n/g;
+        let start = 0;
+        while ((match = eol.exec(pending))) {
+          line(pending.slice(start, match.index));
+          start = match.index + match[0].length;
+        }
+        pending = pending.slice(start);
+        this.notify();
+      }
+    } catch {
+      // aborted
+    }
+  }
+}
+
+/** A tenant's lifecycle events (`GET /v1/events`), from the start or after `lastEventId`. */
+export function tenantEvents(url: string, key: string, options: { lastEventId?: string; after?: string } = {}) {
+  const query = options.after !== undefined ? `?after=${encodeURIComponent(options.after)}` : "";
+  return new EventStreamClient(url, `/v1/events${query}`, key, { lastEventId: options.lastEventId });
+}
+
+/** `GET /internal/runners` as the runner token sees it. */
+export async function listRunners(url: string, runnerToken: string): Promise<Record<string, any>[]> {
+  const res = await fetch(`${url}/internal/runners`, { headers: { authorization: `Bearer ${runnerToken}` } });
+  if (res.status !== 200) throw new Error(`GET /internal/runners: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { runners: Record<string, any>[] }).runners;
+}
