@@ -17,7 +17,8 @@ setLogLevel(config.logLevel);
 const IDLE_TTL_SEC = 7 * 24 * 3600;
 const logOptions = { retainBytes: config.retainBytes, idleTtlSec: IDLE_TTL_SEC };
 const redisLog = config.redisUrl ? new RedisLog(config.redisUrl, logOptions) : undefined;
-const outputLog: OutputLog = redisLog ?? new MemoryLog(logOptions);
+const memoryLog = redisLog ? undefined : new MemoryLog(logOptions);
+const outputLog: OutputLog = redisLog ?? (memoryLog as MemoryLog);
 
 const sessions = new Map<string, HostedSession>();
 const readers = new Map<string, ReaderLink>();
@@ -84,7 +85,9 @@ async function shutdown(signal: string): Promise<void> {
 
 process.on("SIGINT", () => void shutdown("SIGINT"));
 // Where the runner's memory is, on demand (`kill -USR2 <pid>`): heap, Buffers outside it, RSS.
-process.on("SIGUSR2", () => log.info("runner.memory", { ...process.memoryUsage(), sessions: sessions.size, readers: readers.size }));
+process.on("SIGUSR2", () =>
+  log.info("runner.memory", { ...process.memoryUsage(), sessions: sessions.size, readers: readers.size, memoryLog: memoryLog?.held() }),
+);
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
 log.info("runner.starting", {

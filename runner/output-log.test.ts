@@ -447,6 +447,55 @@ describe.each(implementations)("$name", (impl) => {
   });
 });
 
+describe("MemoryLog only", () => {
+  const open = (options: Partial<OutputLogOptions> = {}) => {
+    const log = new MemoryLog({ ...defaults, ...options });
+    opened.push(log);
+    return log;
+  };
+
+  it("holds nothing for a removed key, at once", async () => {
+    const log = open();
+    const [gone, kept] = [newKey(), newKey()];
+    const goneEnd = await appendAll(log, gone, randomChunks(prng(20), 200, 4000));
+    const keptChunks = randomChunks(prng(21), 50, 4000);
+    const keptEnd = await appendAll(log, kept, keptChunks);
+    expect(log.held()).toEqual({ sessions: 2, chunks: 250, bytes: goneEnd + keptEnd });
+
+    // The edge's purge (SESSION_RETAIN_SEC after the end) reaches the runner as remove.
+    await log.expire(gone, 86_400);
+    await log.remove(gone);
+    expect(log.held()).toEqual({ sessions: 1, chunks: 50, bytes: keptEnd });
+    expect(await log.read(gone, 0, goneEnd)).toEqual([{ type: "gap", from: 0, to: goneEnd }]);
+    const still = flatten(await log.read(kept, 0, keptEnd, BIG), 0);
+    expect(still.bytes.equals(Buffer.concat(keptChunks))).toBe(true);
+
+    await log.remove(kept);
+    expect(log.held()).toEqual({ sessions: 0, chunks: 0, bytes: 0 });
+  });
+
+  it("lets trimmed chunks go at once", async () => {
+    const retainBytes = 1 << 20;
+    const chunk = 256 * 1024;
+    const log = open({ retainBytes });
+    const key = newKey();
+    const chunks = Array.from({ length: 200 }, (_, i) => Buffer.alloc(chunk, i));
+    const end = await appendAll(log, key, chunks);
+    // The newest 1 MiB is exactly four chunks: nothing else is held, trimmed chunks included.
+    expect(log.held()).toEqual({ sessions: 1, chunks: 4, bytes: retainBytes });
+    expect(await log.retainedFrom(key)).toBe(end - retainBytes);
+  });
+
+  it("an expired log holds nothing once its TTL is up", async () => {
+    const log = open();
+    const key = newKey();
+    await log.append(key, 0, Buffer.from("bye"));
+    await log.expire(key, 1);
+    await waitFor(async () => log.held().sessions === 0, "the log to expire");
+    expect(log.held()).toEqual({ sessions: 0, chunks: 0, bytes: 0 });
+  });
+});
+
 describe("RedisLog only", () => {
   const open = async (options: Partial<OutputLogOptions> = {}) => {
     if (!server) throw new Error("no redis-server");
