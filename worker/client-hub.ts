@@ -35,6 +35,7 @@ export class ClientHub {
   private readonly replayReads = new Map<Subscriber, number>();
   /** Replays waiting for a read slot. */
   private replayQueue: (() => void)[] = [];
+  private keepAliveTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -58,6 +59,7 @@ export class ClientHub {
     this.sockets.set(server, sub);
     sub.persist();
     sub.control({ type: "hello", session: this.port.view() });
+    this.port.clientsChanged();
     this.startReplay(sub, from);
     const headers = new Headers();
     if (wantsRaw(request).subprotocol) headers.set("sec-websocket-protocol", "raw");
@@ -69,10 +71,12 @@ export class ClientHub {
     const refused = this.refuseOverLimit(owner);
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
     const sub: StreamSubscriber = new StreamSubscriber(this.port.offset(), this.port.limits().maxClientLagBytes, () => {
-      this.streams.delete(sub);
+      this.dropStream(sub);
       this.cancelReplay(sub);
     });
     this.streams.add(sub);
+    this.keepStreamsAlive();
+    this.port.clientsChanged();
     this.startReplay(sub, from);
     return new Response(sub.body, {
       headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
@@ -117,6 +121,7 @@ export class ClientHub {
       this.cancelReplay(sub);
     }
     this.sockets.delete(ws);
+    this.port.clientsChanged();
   }
 
   // ---- Output to clients ----
@@ -159,6 +164,7 @@ export class ClientHub {
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) this.socket(ws).close(CloseCode.SessionEnded, "session purged");
     for (const stream of this.streams) stream.close();
     this.streams.clear();
+    this.keepStreamsAlive();
     this.cache.clear();
   }
 
@@ -297,7 +303,7 @@ export class ClientHub {
   private failReplay(sub: Subscriber, error: { code: ErrorCode; message: string }): void {
     sub.control({ type: "error", code: error.code, message: error.message });
     sub.close(1013, "replay failed: reconnect with from");
-    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
+    if (sub instanceof StreamSubscriber) this.dropStream(sub);
   }
 
   private goLive(sub: Subscriber): void {
@@ -311,7 +317,7 @@ export class ClientHub {
   private end(sub: Subscriber): void {
     sub.control(this.port.exitMessage());
     sub.close(CloseCode.SessionEnded, "session ended");
-    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
+    if (sub instanceof StreamSubscriber) this.dropStream(sub);
   }
 
   // ---- Bounds ----
@@ -330,7 +336,7 @@ export class ClientHub {
     log.info("client.slow", { key: this.port.keyForLog(), kind: sub.kind, cursor: sub.cursor, lag: sub.lag() });
     sub.close(CloseCode.SlowConsumer, "slow consumer: reconnect with from");
     this.cancelReplay(sub);
-    if (sub instanceof StreamSubscriber) this.streams.delete(sub);
+    if (sub instanceof StreamSubscriber) this.dropStream(sub);
   }
 
   /**
@@ -379,6 +385,27 @@ export class ClientHub {
     return sub;
   }
 
+  private dropStream(sub: StreamSubscriber): void {
+    if (!this.streams.delete(sub)) return;
+    this.keepStreamsAlive();
+    this.port.clientsChanged();
+  }
+
+  /**
+   * A comment on every SSE stream each SSE_KEEPALIVE_MS (15 s), so proxies never cut an idle
+   * one; the timer runs only while a stream is open (streams keep the object awake anyway).
+   */
+  private keepStreamsAlive(): void {
+    if (this.streams.size === 0) {
+      if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
+      this.keepAliveTimer = undefined;
+      return;
+    }
+    this.keepAliveTimer ??= setInterval(() => {
+      for (const stream of this.streams) stream.comment("keep-alive");
+    }, this.port.limits().sseKeepAliveMs);
+  }
+
   private *subscribers(): Iterable<Subscriber> {
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) yield this.socket(ws);
     yield* this.streams;
@@ -405,6 +432,8 @@ export interface HubPort {
   onInput(sub: SocketSubscriber, bytes: Uint8Array): void;
   onResize(sub: SocketSubscriber, cols: number, rows: number): void;
   onSignal(sub: SocketSubscriber, signal: SignalName): void;
+  /** A client attached or left (count() changed). */
+  clientsChanged(): void;
 }
 
 /** Where a subscriber starts: an offset, everything retained, or live output only. */

@@ -25,6 +25,14 @@ export interface Env {
   CLIENT_STALL_MS?: string;
   /** `GET .../output` reads in flight per session (429 beyond). */
   MAX_OUTPUT_READS?: string;
+  /** Defaults of the three session timers, in seconds (0 = off; DESIGN §9). */
+  SESSION_TIMEOUT_SEC?: string;
+  SESSION_IDLE_TIMEOUT_SEC?: string;
+  SESSION_DETACHED_TIMEOUT_SEC?: string;
+  /** How long an ended session's record and output stay before they are purged. */
+  SESSION_RETAIN_SEC?: string;
+  /** Longest quiet time on an SSE stream before a keep-alive comment (default 15 s). */
+  SSE_KEEPALIVE_MS?: string;
   LOG_LEVEL?: string;
 }
 
@@ -38,6 +46,18 @@ export interface Limits {
   linkGraceMs: number;
   clientStallMs: number;
   maxOutputReads: number;
+  /** Timer defaults for new sessions, in seconds (0 = off). */
+  timeoutSec: number;
+  idleTimeoutSec: number;
+  detachedTimeoutSec: number;
+  retainSec: number;
+  sseKeepAliveMs: number;
+}
+
+/** A whole number ≥ 0 (0 turns a timer off). */
+function wholeSeconds(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && value !== "" && Number.isSafeInteger(n) && n >= 0 ? n : fallback;
 }
 
 function positiveInt(value: string | undefined, fallback: number): number {
@@ -56,6 +76,11 @@ export function limits(env: Env): Limits {
     linkGraceMs: positiveInt(env.LINK_GRACE_MS, 15_000),
     clientStallMs: positiveInt(env.CLIENT_STALL_MS, 60_000),
     maxOutputReads: positiveInt(env.MAX_OUTPUT_READS, 2),
+    timeoutSec: wholeSeconds(env.SESSION_TIMEOUT_SEC, 0),
+    idleTimeoutSec: wholeSeconds(env.SESSION_IDLE_TIMEOUT_SEC, 0),
+    detachedTimeoutSec: wholeSeconds(env.SESSION_DETACHED_TIMEOUT_SEC, 0),
+    retainSec: wholeSeconds(env.SESSION_RETAIN_SEC, 86_400),
+    sseKeepAliveMs: positiveInt(env.SSE_KEEPALIVE_MS, 15_000),
   };
 }
 

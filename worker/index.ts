@@ -6,6 +6,7 @@ import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } fr
 import { type Env, poolStub, sessionStub } from "./env.js";
 import { renderError } from "./errors.js";
 import { SESSION_ID } from "./schemas.js";
+import { eventRoutes } from "./events-routes.js";
 import { sessionRoutes } from "./sessions-routes.js";
 
 export { PtySession } from "./pty-session.js";
@@ -22,6 +23,7 @@ app.use("*", async (c, next) => {
 app.get("/healthz", (c) => c.json({ ok: true }));
 
 app.route("/v1/sessions", sessionRoutes);
+app.route("/v1/events", eventRoutes);
 
 // Runner sockets: a runner credential or RUNNER_TOKEN opens them; API keys never do. The
 // upgrade reaches the object with headers built from the verified identity, never the caller's.

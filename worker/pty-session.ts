@@ -2,18 +2,22 @@
 // forward-only status and the offset of the output it has received, and wires the parts that
 // own the rest with callbacks: RunnerLinks (runner-links.ts: the host and reader links, their
 // tokens, acks and input state), ClientHub (client-hub.ts: clients, their replays and bounds),
-// OutputReads (output-reads.ts: `GET .../output`) and LogReads (log-reads.ts: reads of the
-// output log through a runner).
+// SessionTimers (session-timers.ts: the deadlines and the alarm), TenantReports
+// (tenant-reports.ts: the tenant's index and events), OutputReads (output-reads.ts:
+// `GET .../output`) and LogReads (log-reads.ts: reads of the output log through a runner).
 import { DurableObject } from "cloudflare:workers";
 import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import { PING_TEXT, PONG_TEXT, type ServerMessage, encodeInput } from "../shared/protocol.js";
 import {
+  type EndReason,
   KILL_GRACE_MS,
   type Session,
   type SessionStatus,
+  type SessionTimers as TimerSettings,
   type SignalName,
   type SpawnSpec,
+  type TenantEventType,
   canMove,
   isTerminal,
 } from "../shared/session.js";
@@ -25,6 +29,8 @@ import { type OutputRange, OutputReads } from "./output-reads.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
 import { closeQuietly } from "./sockets.js";
 import type { SocketSubscriber } from "./subscribers.js";
+import { type DeadlineName, SessionTimers } from "./session-timers.js";
+import { TenantReports } from "./tenant-reports.js";
 
 export interface CreateRequest {
   tenant: string;
@@ -33,7 +39,11 @@ export interface CreateRequest {
   tags: string[];
   label: string | null;
   spec: SpawnSpec;
+  timers: TimerSettings;
 }
+
+/** PATCH: the timers (seconds, 0 = off), label and tags. */
+export type SessionPatch = Partial<TimerSettings> & { label?: string | null; tags?: string[] };
 
 type SessionRecord = Omit<Session, "offset" | "retainedFrom" | "clients">;
 
@@ -52,11 +62,13 @@ interface Stored {
   linkToken: string;
   /** Reader links' credential, given in serve orders. */
   readerToken: string;
+  /** Why the session is being ended (DELETE or a timer), until the runner confirms the exit. */
+  ending?: EndReason;
 }
 
 type StartOutcome = "started" | "failed" | "timeout";
 
-/** A host link silent (no heartbeat, no frame) this long is taken for dead. */
+/** A host link silent (no heartbeat, no frame) this long is taken for dead when its runner's control socket is too. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
 /** Waits at most `ms` for `register` to be called with a resolver; clears its timer either way. */
@@ -82,6 +94,8 @@ export class PtySession extends DurableObject<Env> {
   private readonly clients: ClientHub;
   private readonly links: RunnerLinks;
   private readonly outputReads: OutputReads;
+  private readonly timers: SessionTimers;
+  private readonly reports: TenantReports;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -109,10 +123,7 @@ export class PtySession extends DurableObject<Env> {
       },
       hostSaid: (msg) => this.hostSaid(msg),
       logMaybeLost: () => this.clients.forgetCache(),
-      hostLinked: () => {
-        this.ctx.storage.kv.delete("linkLostAt");
-        void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_TIMEOUT_MS);
-      },
+      hostLinked: () => this.timers.set("grace", undefined),
       hostGone: (code) => this.onHostLinkGone(code),
       keyForLog: () => this.keyForLog(),
     });
@@ -128,14 +139,26 @@ export class PtySession extends DurableObject<Env> {
       onInput: (sub, bytes) => this.clientInput(sub, bytes),
       onResize: (sub, cols, rows) => this.clientResize(sub, cols, rows),
       onSignal: (sub, signal) => this.clientSignal(sub, signal),
+      clientsChanged: () => this.onClientsChanged(),
     });
+    this.timers = new SessionTimers(ctx.storage, {
+      fire: (name) => this.onDeadline(name),
+      clients: () => this.clients.count(),
+      keyForLog: () => this.keyForLog(),
+    });
+    if (this.stored) this.timers.restore(this.stored.record);
+    this.reports = new TenantReports(
+      () => tenantStub(this.env, this.stored?.tenant ?? ""),
+      () => this.keyForLog(),
+    );
   }
 
   // ---- RPC, called by the Worker's routes ----
 
   async create(request: CreateRequest): Promise<Session | Failure> {
     if (this.stored) return fail("CONFLICT", `session ${request.id} already exists`);
-    const { tenant, id, spec } = request;
+    const { tenant, id, spec, timers } = request;
+    const now = Date.now();
     this.stored = {
       tenant,
       spec,
@@ -159,12 +182,22 @@ export class PtySession extends DurableObject<Env> {
         exitCode: null,
         signal: null,
         error: null,
+        reason: null,
+        ...timers,
+        expiresAt: timers.timeoutSec > 0 ? new Date(now + timers.timeoutSec * 1000).toISOString() : null,
       },
     };
     this.save();
-    const started = settleWithin<StartOutcome>(limits(this.env).startTimeoutMs, "timeout", (resolve) => {
+    const startTimeoutMs = limits(this.env).startTimeoutMs;
+    this.timers.configure(timers, this.stored.record.expiresAt, now);
+    // Should this object restart before the runner's link comes, the session fails then.
+    this.timers.set("start", now + startTimeoutMs);
+    const started = settleWithin<StartOutcome>(startTimeoutMs, "timeout", (resolve) => {
       this.startWaiter = resolve;
     });
+    // `created` goes out only once placed; a create that fails leaves no event behind.
+    const release = this.reports.hold();
+    this.report("session.created");
     const placed = await poolStub(this.env).place({
       type: "spawn",
       key: logKey(this.stored),
@@ -174,18 +207,36 @@ export class PtySession extends DurableObject<Env> {
       linkToken: this.stored.linkToken,
     });
     if (isFailure(placed)) {
+      release(false);
       this.startWaiter?.("failed");
       this.stored = undefined;
+      this.timers.clear();
+      await this.ctx.storage.deleteAlarm();
       await this.ctx.storage.deleteAll();
       return placed;
     }
+    release(true);
     log.info("session.placed", { key: sessionKey(tenant, id), runnerId: placed.runnerId });
     this.stored.runnerId = placed.runnerId;
     this.save();
-    if ((await started) === "timeout") {
-      await this.move("failed", { error: "the runner did not start the process in time" });
-    }
+    if ((await started) === "timeout") this.startLate();
     return this.view();
+  }
+
+  /**
+   * The process has not said it started in time. One decision: if the runner's link has
+   * opened, the runner has been told to start it and the session stays `starting` until it
+   * says so (late); if not, the session fails now and the link, should it come, is refused,
+   * so the runner never starts the process.
+   */
+  private startLate(): void {
+    const stored = this.stored;
+    if (!stored || stored.record.status !== "starting") return;
+    if (this.links.host()) {
+      log.warn("session.start", { key: this.keyForLog(), outcome: "late" });
+      return;
+    }
+    void this.move("failed", { error: "the runner did not open the session's link in time", reason: "failed" });
   }
 
   get(): Session | Failure {
@@ -201,6 +252,7 @@ export class PtySession extends DurableObject<Env> {
     const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
     if (refused) return refused;
     this.links.sendBytes(encodeInput(bytes));
+    this.timers.noteActivity(Date.now());
     return { bytes: bytes.byteLength };
   }
 
@@ -224,33 +276,87 @@ export class PtySession extends DurableObject<Env> {
     return this.view();
   }
 
-  /** DELETE: SIGHUP, SIGKILL after the grace, answered once the process is gone. */
-  async terminate(purge: boolean): Promise<Session | Failure> {
+  /**
+   * DELETE (and a timer that fires): SIGHUP, SIGKILL after the grace, answered once the process
+   * is gone; `reason` says why. With `purge`, the record and the log go too.
+   */
+  async terminate(purge: boolean, reason: EndReason = "deleted"): Promise<Session | Failure> {
     const stored = this.stored;
     if (!stored) return this.notFound();
     if (!isTerminal(stored.record.status)) {
+      stored.ending ??= reason;
+      this.save();
       if (this.links.host()) {
         this.links.send({ type: "kill", graceMs: KILL_GRACE_MS });
         await this.untilExit(KILL_GRACE_MS + 5000);
       }
       if (!isTerminal(stored.record.status)) {
-        await this.move("lost", { error: "the runner did not confirm the process ended" });
+        await this.move("lost", { error: "the runner did not confirm the process ended", reason: stored.ending });
       }
     }
     const session = this.view();
-    if (purge) {
-      this.clients.closeAll();
-      for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
-      const key = logKey(stored);
-      const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
-      if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
-      this.stored = undefined;
-      this.offset = 0;
-      this.retainedFrom = 0;
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
-    }
+    if (purge) await this.purge();
     return session;
+  }
+
+  /** PATCH: timers (from now), label and tags; owner only (the route checks). */
+  patch(patch: SessionPatch): Session | Failure {
+    const stored = this.stored;
+    if (!stored) return this.notFound();
+    const record = stored.record;
+    const timerFields = ["timeoutSec", "idleTimeoutSec", "detachedTimeoutSec"] as const;
+    if (isTerminal(record.status) && timerFields.some((f) => patch[f] !== undefined)) {
+      return fail("SESSION_EXITED", `session has ${record.status}: its timers are over`);
+    }
+    const now = Date.now();
+    if (patch.timeoutSec !== undefined) {
+      record.timeoutSec = patch.timeoutSec;
+      record.expiresAt = patch.timeoutSec > 0 ? new Date(now + patch.timeoutSec * 1000).toISOString() : null;
+    }
+    if (patch.idleTimeoutSec !== undefined) record.idleTimeoutSec = patch.idleTimeoutSec;
+    if (patch.detachedTimeoutSec !== undefined) record.detachedTimeoutSec = patch.detachedTimeoutSec;
+    if (patch.label !== undefined) record.label = patch.label;
+    if (patch.tags !== undefined) record.tags = patch.tags;
+    this.save();
+    if (!isTerminal(record.status)) this.timers.configure(record, record.expiresAt, now);
+    this.report("session.updated");
+    return this.view();
+  }
+
+  /**
+   * The pool found this session's runner silent (its control socket): if the host link is
+   * silent too, it is taken for gone and the grace starts. The object is woken for this only
+   * when a runner goes quiet, never on a schedule.
+   */
+  async runnerSilent(): Promise<void> {
+    const stored = this.stored;
+    if (!stored || isTerminal(stored.record.status)) return;
+    const silent = this.links.silentFor(Date.now(), HEARTBEAT_TIMEOUT_MS);
+    if (!silent || silent === "none") return;
+    log.warn("link.heartbeat", { key: this.keyForLog(), outcome: "silent", silentMs: silent.silentMs });
+    closeQuietly(silent.link, 1001, "heartbeat timeout");
+    await this.onHostLinkGone(1001);
+  }
+
+  /** Everything the session stored goes: record, object storage, index entry and log. */
+  private async purge(): Promise<void> {
+    const stored = this.stored;
+    if (!stored) return;
+    const session = this.view();
+    this.clients.closeAll();
+    for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
+    const key = logKey(stored);
+    const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
+    if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
+    this.reports.deleted(session);
+    await this.reports.settled();
+    this.stored = undefined;
+    this.offset = 0;
+    this.retainedFrom = 0;
+    this.timers.clear();
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    log.info("session.purged", { key });
   }
 
   /** `GET .../output` (output-reads.ts). */
@@ -301,33 +407,39 @@ export class PtySession extends DurableObject<Env> {
     log.warn("session.socket", { key: this.keyForLog(), outcome: "error", tags: this.ctx.getTags(ws), error });
   }
 
-  /**
-   * Runs while the session has a host: checks its heartbeat, and once the link has been gone
-   * for LINK_GRACE_MS (a runner that died, not one that is redialling) marks the session lost.
-   */
+  /** The session's deadlines (session-timers.ts); set only while one exists. */
   async alarm(): Promise<void> {
+    if (!this.stored) return;
+    await this.timers.alarm(Date.now());
+  }
+
+  private async onDeadline(name: DeadlineName): Promise<void> {
     const stored = this.stored;
-    if (!stored || isTerminal(stored.record.status)) return;
-    const now = Date.now();
-    const silent = this.links.silentFor(now, HEARTBEAT_TIMEOUT_MS);
-    if (silent !== "none") {
-      if (silent) {
-        log.warn("link.heartbeat", { key: this.keyForLog(), outcome: "silent", silentMs: silent.silentMs });
-        closeQuietly(silent.link, 1001, "heartbeat timeout");
-        await this.onHostLinkGone(1001);
+    if (!stored) return;
+    const status = stored.record.status;
+    switch (name) {
+      case "purge":
+        if (isTerminal(status)) await this.purge();
         return;
-      }
-      await this.ctx.storage.setAlarm(now + HEARTBEAT_TIMEOUT_MS);
-      return;
+      case "start":
+        if (status === "starting" && !this.links.host()) {
+          await this.move("failed", { error: "the runner did not open the session's link in time", reason: "failed" });
+        }
+        return;
+      case "grace":
+        if (!isTerminal(status) && !this.links.host()) {
+          await this.move("lost", {
+            error: "the runner's link was gone for longer than the grace period",
+            reason: "runner_lost",
+          });
+        }
+        return;
+      case "timeout":
+      case "idle":
+      case "detached":
+        if (!isTerminal(status)) await this.terminate(false, name === "timeout" ? "timeout" : name);
+        return;
     }
-    const grace = limits(this.env).linkGraceMs;
-    const lostAt = this.ctx.storage.kv.get<number>("linkLostAt") ?? now;
-    if (now - lostAt >= grace) {
-      await this.move("lost", { error: "the runner's link was gone for longer than the grace period" });
-      return;
-    }
-    this.ctx.storage.kv.put("linkLostAt", lostAt);
-    await this.ctx.storage.setAlarm(lostAt + grace);
   }
 
   /** The host link is gone (and no other is open): the session waits LINK_GRACE_MS for it. */
@@ -337,26 +449,27 @@ export class PtySession extends DurableObject<Env> {
     log.warn("link.closed", { key: this.keyForLog(), code });
     if (stored.record.status === "starting") {
       this.startWaiter?.("failed");
-      await this.move("lost", { error: "the runner's link closed before the process started" });
+      await this.move("lost", { error: "the runner's link closed before the process started", reason: "runner_lost" });
       return;
     }
-    const now = Date.now();
-    this.ctx.storage.kv.put("linkLostAt", now);
-    await this.ctx.storage.setAlarm(now + limits(this.env).linkGraceMs);
+    if (this.timers.get("grace") === undefined) this.timers.set("grace", Date.now() + limits(this.env).linkGraceMs);
   }
 
   /** Status and log news from the host link (RunnerLinks has checked it is the current one). */
   private async hostSaid(msg: HostNews): Promise<void> {
     switch (msg.type) {
       case "started":
+        this.timers.set("start", undefined);
         await this.move("running", { pid: msg.pid });
         this.startWaiter?.("started");
         return;
-      case "exited":
-        await this.move("exited", { exitCode: msg.exitCode, signal: msg.signal });
+      case "exited": {
+        const reason = msg.reason ?? this.stored?.ending ?? "exit";
+        await this.move("exited", { exitCode: msg.exitCode, signal: msg.signal, reason });
         return;
+      }
       case "failed":
-        await this.move("failed", { error: msg.error });
+        await this.move("failed", { error: msg.error, reason: "failed" });
         this.startWaiter?.("failed");
         return;
       case "retained":
@@ -380,6 +493,19 @@ export class PtySession extends DurableObject<Env> {
   private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
     this.clients.fanOut(offset, data, frame);
     this.offset = offset + data.byteLength;
+    this.timers.noteActivity(Date.now());
+  }
+
+  /** Clients came or went: the detached timer runs while none is attached; the index shows the count. */
+  private onClientsChanged(): void {
+    const stored = this.stored;
+    if (!stored || isTerminal(stored.record.status)) return;
+    this.timers.clientsChanged(this.clients.count(), Date.now());
+  }
+
+  /** Tells the tenant's index (and, with `event`, its events) how the session is now. */
+  private report(event: TenantEventType | null): void {
+    if (this.stored) this.reports.record(this.view(), event);
   }
 
   /** A read found nothing in [from, to): if that reaches back to the log's start, the start moved. */
@@ -427,6 +553,7 @@ export class PtySession extends DurableObject<Env> {
     }
     if (refused) return sub.control({ type: "error", ...refused.failure });
     this.links.sendBytes(encodeInput(bytes));
+    this.timers.noteActivity(Date.now());
   }
 
   private clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
@@ -451,6 +578,7 @@ export class PtySession extends DurableObject<Env> {
     this.save();
     this.links.send({ type: "resize", cols, rows });
     this.clients.broadcast({ type: "resize", cols, rows });
+    this.report("session.updated");
   }
 
   /** Moves the status forward (never back) and tells whoever waits on it. */
@@ -458,29 +586,28 @@ export class PtySession extends DurableObject<Env> {
     const stored = this.stored;
     if (!stored || !canMove(stored.record.status, status)) return;
     Object.assign(stored.record, patch, { status });
+    const now = Date.now();
     if (isTerminal(status)) {
-      stored.record.exitedAt = new Date().toISOString();
+      stored.record.exitedAt = new Date(now).toISOString();
+      stored.record.expiresAt = null;
+      stored.ending = undefined;
       // Where output ends is final now: stored with the status, not left to the next ack.
       this.ctx.storage.kv.put("offset", this.offset);
     }
     this.save();
-    log.info("session.status", { key: this.keyForLog(), status });
+    log.info("session.status", { key: this.keyForLog(), status, reason: stored.record.reason });
     if (isTerminal(status)) {
       // Subscribers still replaying get `exit` once they catch up.
       this.clients.sessionEnded();
       this.links.closeHost();
       for (const resolve of this.exitWaiters) resolve();
       this.exitWaiters.clear();
-      this.ctx.storage.kv.delete("linkLostAt");
-      await this.ctx.storage.deleteAlarm();
+      // Only the purge is left to wait for, SESSION_RETAIN_SEC from now.
+      this.timers.ended(now + limits(this.env).retainSec * 1000);
       // Reads that waited for the host now need a reader.
       this.reads.summon();
     }
-    try {
-      await tenantStub(this.env, stored.tenant).setStatus(stored.record.id, status);
-    } catch (error) {
-      log.warn("session.tenant_update", { key: this.keyForLog(), status, error });
-    }
+    this.report(isTerminal(status) ? "session.exited" : "session.updated");
   }
 
   private untilExit(timeoutMs: number): Promise<void> {
@@ -532,6 +659,7 @@ export class PtySession extends DurableObject<Env> {
       status: status === "lost" || status === "failed" ? status : "exited",
       exitCode: record?.exitCode ?? null,
       signal: record?.signal ?? null,
+      reason: record?.reason ?? null,
       // Where output ends: every byte below it went out on this connection before this message.
       offset: this.offset,
     };

@@ -106,16 +106,14 @@ export class RunnerLinks {
 
   /**
    * How long the host link has been silent (no frame, no heartbeat), or null when it was heard
-   * lately, has no history yet (after a wake-up: it gets one more period), or is not there.
+   * within `limitMs`, or "none" when there is no host link. A link not heard since this object
+   * woke (and with no heartbeat answered while it slept) counts as silent since forever: this
+   * is asked only when its runner's control socket has gone silent too.
    */
   silentFor(now: number, limitMs: number): { link: WebSocket; silentMs: number } | null | "none" {
     const link = this.host();
     if (!link) return "none";
     const heard = Math.max(this.lastActivity, this.ctx.getWebSocketAutoResponseTimestamp(link)?.getTime() ?? 0);
-    if (heard === 0) {
-      this.lastActivity = now;
-      return null;
-    }
     return now - heard > limitMs ? { link, silentMs: now - heard } : null;
   }
 
@@ -236,7 +234,7 @@ export interface LinkPort {
   hostSaid(message: Exclude<RunnerLinkMessage, { type: "read_gap" | "read_end" | "log_reset" | "ping" | "input_state" }>): Promise<void> | void;
   /** The output log may have lost data: drop copies of it. */
   logMaybeLost(): void;
-  /** A host link opened (the heartbeat watch starts). */
+  /** A host link opened (a grace that was running ends). */
   hostLinked(): void;
   /** The host link closed and no other is open. */
   hostGone(code: number): Promise<void>;

@@ -1,12 +1,14 @@
 // RunnerPool: the registry of live runners. Runners dial in over a control socket
 // (hibernatable), register their capacity, and receive spawn orders; placement picks the
-// connected runner with the most room and never waits for one.
+// connected runner with the most room and never waits for one. A runner that is draining
+// (shutting down) or whose control socket went silent gets no new sessions; the pool's one
+// alarm, set while runners are connected, finds silent ones and tells their sessions.
 import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import { PING_TEXT, PONG_TEXT, type PoolMessage, RunnerControlMessage, parseMessage } from "../shared/protocol.js";
 import { runnerFromHeaders } from "./auth.js";
-import type { Env } from "./env.js";
+import { type Env, sessionStub } from "./env.js";
 import { closeQuietly } from "./sockets.js";
 
 interface RunnerAttachment {
@@ -18,10 +20,14 @@ interface RunnerAttachment {
   verified?: boolean;
   /** when the socket was accepted (ms since epoch): its liveness before its first heartbeat */
   openedAt?: number;
+  /** the runner is shutting down: no new sessions */
+  draining?: boolean;
 }
 
-/** A control socket silent this long (heartbeats every 10 s) no longer holds its runner id. */
+/** A control socket silent this long (heartbeats every 10 s) is taken for gone: no placements, no runner id. */
 const SILENT_MS = 30_000;
+/** How often the pool looks for silent runners while any is connected. */
+const CHECK_MS = 10_000;
 /** Close code for a runner whose id another live runner holds (it redials with back-off). */
 export const RUNNER_ID_IN_USE = 4009;
 
@@ -29,6 +35,7 @@ export interface RunnerInfo {
   runnerId: string;
   capacity: number;
   sessions: number;
+  draining: boolean;
 }
 
 export class RunnerPool extends DurableObject<Env> {
@@ -62,7 +69,10 @@ export class RunnerPool extends DurableObject<Env> {
   /** Picks a runner for a session and hands it the spawn order. */
   place(order: Extract<PoolMessage, { type: "spawn" }>): { runnerId: string } | Failure {
     const candidates = this.live()
-      .filter(({ info, tenants }) => info.sessions < info.capacity && (!tenants || tenants.includes(order.tenant)))
+      .filter(
+        ({ info, tenants }) =>
+          !info.draining && info.sessions < info.capacity && (!tenants || tenants.includes(order.tenant)),
+      )
       .sort(
         (a, b) =>
           a.info.sessions / a.info.capacity - b.info.sessions / b.info.capacity || a.info.sessions - b.info.sessions,
@@ -137,7 +147,9 @@ export class RunnerPool extends DurableObject<Env> {
           tenants: att.verified ? (att.tenants ?? null) : (msg.tenants ?? null),
           verified: att.verified ?? false,
           openedAt: att.openedAt,
+          draining: false,
         } satisfies RunnerAttachment);
+        await this.watch();
         this.ctx.storage.transactionSync(() => {
           this.sql.exec("DELETE FROM placements WHERE runner_id = ?", runnerId);
           for (const key of msg.sessions) {
@@ -150,6 +162,10 @@ export class RunnerPool extends DurableObject<Env> {
           sessions: msg.sessions.length,
           verified: att.verified ?? false,
         });
+      } else if (msg.type === "draining") {
+        const att = ws.deserializeAttachment() as RunnerAttachment;
+        ws.serializeAttachment({ ...att, draining: true } satisfies RunnerAttachment);
+        log.info("pool.draining", { runnerId: att.runnerId });
       } else {
         const att = ws.deserializeAttachment() as RunnerAttachment;
         this.sql.exec("DELETE FROM placements WHERE key = ? AND runner_id = ?", msg.key, att.runnerId);
@@ -172,6 +188,46 @@ export class RunnerPool extends DurableObject<Env> {
     }
   }
 
+  /**
+   * Every CHECK_MS while runners are connected: a runner silent for SILENT_MS (half-open TCP,
+   * a frozen host) is dropped, and each of its sessions is asked to check its own link, which
+   * starts the session's grace if that link is silent too. Sessions are never woken otherwise.
+   */
+  async alarm(): Promise<void> {
+    for (const ws of this.ctx.getWebSockets("runner")) {
+      const att = ws.deserializeAttachment() as RunnerAttachment;
+      if (!att.runnerId || this.heardRecently(ws)) continue;
+      log.warn("pool.heartbeat", { runnerId: att.runnerId, outcome: "silent" });
+      closeQuietly(ws, 1001, "heartbeat timeout");
+      const stillHeld = this.live().some(({ info }) => info.runnerId === att.runnerId);
+      if (stillHeld) continue;
+      const keys = this.sql
+        .exec<{ key: string }>("SELECT key FROM placements WHERE runner_id = ?", att.runnerId)
+        .toArray()
+        .map((r) => r.key);
+      this.sql.exec("DELETE FROM placements WHERE runner_id = ?", att.runnerId);
+      await Promise.allSettled(keys.map((key) => this.tellSilent(key)));
+    }
+    await this.watch(true);
+  }
+
+  private async tellSilent(key: string): Promise<void> {
+    const [tenant, sessionId] = key.split("/");
+    if (!tenant || !sessionId) return;
+    try {
+      await sessionStub(this.env, tenant, sessionId).runnerSilent();
+    } catch (error) {
+      log.warn("pool.heartbeat", { key, outcome: "session_unreached", error });
+    }
+  }
+
+  /** Keeps the check running while any runner socket is open. */
+  private async watch(fromAlarm = false): Promise<void> {
+    const open = this.ctx.getWebSockets("runner").some((ws) => ws.readyState === WebSocket.OPEN);
+    if (!open) return this.ctx.storage.deleteAlarm();
+    if (fromAlarm || (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + CHECK_MS);
+  }
+
   /** A heartbeat (or the socket's opening) within SILENT_MS. */
   private heardRecently(ws: WebSocket): boolean {
     if (ws.readyState !== WebSocket.OPEN) return false;
@@ -190,10 +246,15 @@ export class RunnerPool extends DurableObject<Env> {
     const live: { ws: WebSocket; info: RunnerInfo; tenants: string[] | null }[] = [];
     for (const ws of this.ctx.getWebSockets("runner")) {
       const att = ws.deserializeAttachment() as RunnerAttachment;
-      if (ws.readyState !== WebSocket.OPEN || !att.runnerId) continue;
+      if (!att.runnerId || !this.heardRecently(ws)) continue;
       live.push({
         ws,
-        info: { runnerId: att.runnerId, capacity: att.capacity, sessions: counts.get(att.runnerId) ?? 0 },
+        info: {
+          runnerId: att.runnerId,
+          capacity: att.capacity,
+          sessions: counts.get(att.runnerId) ?? 0,
+          draining: att.draining ?? false,
+        },
         tenants: att.tenants ?? null,
       });
     }

@@ -20,6 +20,13 @@ function insideWorkspace(cwd: string): boolean {
   return true;
 }
 const dimension = z.number().int().min(1).max(1000);
+/** A timer in whole seconds: 0 turns it off; at most 30 days. */
+const timerSeconds = z
+  .number()
+  .int()
+  .min(0)
+  .max(30 * 24 * 3600);
+const tags = z.array(z.string().min(1).max(128)).max(32);
 
 export const CreateSessionBody = z.strictObject({
   command: z.string().min(1).max(4096).optional(),
@@ -43,20 +50,35 @@ export const CreateSessionBody = z.strictObject({
   cols: dimension.optional(),
   rows: dimension.optional(),
   id: z.string().regex(SESSION_ID, "id is 1 to 64 of A-Z a-z 0-9 _ -").optional(),
-  tags: z.array(z.string().min(1).max(128)).max(32).optional(),
+  tags: tags.optional(),
   label: z.string().max(256).optional(),
-  timeoutSec: z
-    .number()
-    .int()
-    .min(1)
-    .max(7 * 24 * 3600)
-    .optional(),
+  timeoutSec: timerSeconds.optional(),
+  idleTimeoutSec: timerSeconds.optional(),
+  detachedTimeoutSec: timerSeconds.optional(),
 });
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
+
+export const PatchSessionBody = z
+  .strictObject({
+    timeoutSec: timerSeconds.optional(),
+    idleTimeoutSec: timerSeconds.optional(),
+    detachedTimeoutSec: timerSeconds.optional(),
+    label: z.string().max(256).nullable().optional(),
+    tags: tags.optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, "give at least one of timeoutSec, idleTimeoutSec, detachedTimeoutSec, label, tags");
 
 export const ListQuery = z.object({
   status: z.enum(SESSION_STATUSES).optional(),
   tag: z.string().min(1).max(128).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  /** `nextCursor` of the page before (opaque to clients; a position in the tenant's index). */
+  cursor: z.string().regex(/^\d{1,15}$/, "cursor is a nextCursor from an earlier page").transform(Number).optional(),
+});
+
+/** `GET /v1/events`: resume after this event id (`Last-Event-ID` does the same). */
+export const EventsQuery = z.object({
+  after: z.string().regex(/^\d{1,15}$/, "after is an event id").optional(),
 });
 
 export const InputBody = z.strictObject({

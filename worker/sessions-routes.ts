@@ -1,12 +1,10 @@
 // The public session API (DESIGN §4). Handlers validate, then delegate to the session's
 // Durable Object; failures are thrown and rendered by the app's single onError.
-import { zValidator } from "@hono/zod-validator";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { z } from "zod";
 import { base64ToBytes } from "../shared/base64.js";
 import { ApiError, type Failure, unwrap } from "../shared/errors.js";
-import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS, type Session } from "../shared/session.js";
+import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS } from "../shared/session.js";
 import { type Access, type AuthVariables, allows, authenticate } from "./auth.js";
 import { mintToken } from "./tokens.js";
 import { wantsRaw } from "./errors.js";
@@ -19,6 +17,7 @@ import {
   InputBody,
   ListQuery,
   OutputQuery,
+  PatchSessionBody,
   ResizeBody,
   SESSION_ID,
   SignalBody,
@@ -26,19 +25,9 @@ import {
   TokenBody,
   WaitQuery,
 } from "./schemas.js";
+import { validate } from "./validate.js";
 
 type App = { Bindings: Env; Variables: AuthVariables };
-
-/** zod failures become INVALID_REQUEST with the first issue's path and message. */
-function validate<T extends z.ZodType, Target extends "json" | "query">(target: Target, schema: T) {
-  return zValidator(target, schema, (result) => {
-    if (!result.success) {
-      const issue = result.error.issues[0];
-      const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
-      throw new ApiError("INVALID_REQUEST", `${where}${issue?.message ?? "invalid request"}`);
-    }
-  });
-}
 
 function sessionId(raw: string): string {
   if (!SESSION_ID.test(raw)) throw new ApiError("NOT_FOUND", `session ${raw} not found`);
@@ -114,39 +103,65 @@ sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
 
   const tenantIndex = tenantStub(c.env, tenant);
   unwrap(await tenantIndex.reserve(id, createdAt, tags, lim.maxSessionsPerTenant, lim.maxCreatesPerMinute));
-  const result = await sessionStub(c.env, tenant, id).create({
-    tenant,
-    id,
-    createdAt,
-    tags,
-    label: body.label ?? null,
-    spec: {
-      command: body.command ?? DEFAULT_COMMAND,
-      args: body.args ?? (body.command ? [] : DEFAULT_ARGS),
-      cwd: body.cwd ?? null,
-      env: body.env ?? {},
-      cols: body.cols ?? DEFAULT_COLS,
-      rows: body.rows ?? DEFAULT_ROWS,
-    },
-  });
-  if ("failure" in result) await tenantIndex.remove(id);
+  const stub = sessionStub(c.env, tenant, id);
+  let result: Awaited<ReturnType<typeof stub.create>>;
+  try {
+    result = await stub.create({
+      tenant,
+      id,
+      createdAt,
+      tags,
+      label: body.label ?? null,
+      spec: {
+        command: body.command ?? DEFAULT_COMMAND,
+        args: body.args ?? (body.command ? [] : DEFAULT_ARGS),
+        cwd: body.cwd ?? null,
+        env: body.env ?? {},
+        cols: body.cols ?? DEFAULT_COLS,
+        rows: body.rows ?? DEFAULT_ROWS,
+      },
+      timers: {
+        timeoutSec: body.timeoutSec ?? lim.timeoutSec,
+        idleTimeoutSec: body.idleTimeoutSec ?? lim.idleTimeoutSec,
+        detachedTimeoutSec: body.detachedTimeoutSec ?? lim.detachedTimeoutSec,
+      },
+    });
+  } catch (error) {
+    // The object failed mid-create (a restart, say): unless it holds the session, the index
+    // row must not stay behind holding the id and a quota slot.
+    if (await missing(stub)) await tenantIndex.forget(id, null);
+    throw error;
+  }
+  if ("failure" in result) await tenantIndex.forget(id, null);
   return c.json(unwrap(result), 201);
 });
 
+/** Whether the session object holds no session (a failed lookup counts as "don't know": false). */
+async function missing(stub: ReturnType<typeof sessionStub>): Promise<boolean> {
+  try {
+    const found = await stub.get();
+    return "failure" in found && found.failure.code === "NOT_FOUND";
+  } catch {
+    return false;
+  }
+}
+
+// Served from the tenant's index: one call, whatever the number of sessions.
 sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
-  const { status, tag } = c.req.valid("query");
+  const { status, tag, limit, cursor } = c.req.valid("query");
   const tenant = requireOwner(c);
-  const ids = await tenantStub(c.env, tenant).list(tag ?? null);
-  const records = await Promise.all(ids.map((id) => sessionStub(c.env, tenant, id).get()));
-  const sessions = records.filter(
-    (r): r is Session => !("failure" in r) && (status === undefined || r.status === status),
-  );
-  return c.json({ sessions });
+  return c.json(await tenantStub(c.env, tenant).list({ status: status ?? null, tag: tag ?? null, limit, after: cursor ?? null }));
 });
 
 sessionRoutes.get("/:id", async (c) => {
   const { stub } = await session(c, c.req.param("id"), "read");
   return c.json(unwrap(await stub.get()));
+});
+
+sessionRoutes.patch("/:id", validate("json", PatchSessionBody), async (c) => {
+  const patch = c.req.valid("json");
+  const { stub } = await session(c, c.req.param("id"), "owner");
+  return c.json(unwrap(await stub.patch(patch)));
 });
 
 sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
@@ -182,9 +197,10 @@ sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
   const { purge } = c.req.valid("query");
   const { id, stub } = await session(c, c.req.param("id"), "owner");
   const purgeNow = purge === "true" || purge === "1";
-  const ended = unwrap(await stub.terminate(purgeNow));
-  if (purgeNow) await tenantStub(c.env, c.get("tenant")).remove(id);
-  return c.json(ended);
+  const ended = await stub.terminate(purgeNow);
+  // An index row whose session never came to be (a create cut short) goes with DELETE too.
+  if ("failure" in ended && ended.failure.code === "NOT_FOUND") await tenantStub(c.env, c.get("tenant")).forget(id, null);
+  return c.json(unwrap(ended));
 });
 
 sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {

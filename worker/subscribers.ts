@@ -186,11 +186,16 @@ export class StreamSubscriber implements Subscriber {
     if (message.type === "gap") {
       this.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
     } else if (message.type === "exit") {
-      const { status, exitCode, signal, offset } = message;
-      this.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, offset })}\n\n`);
+      const { status, exitCode, signal, reason, offset } = message;
+      this.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, reason, offset })}\n\n`);
     } else if (message.type === "error") {
       this.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
     }
+  }
+
+  /** An SSE comment line (keep-alive): clients ignore it, proxies see traffic. */
+  comment(text: string): void {
+    this.write(`: ${text}\n\n`);
   }
 
   private waiting: { bytes: number; resume: () => void } | undefined;

@@ -1,12 +1,29 @@
-// Tenant: one Durable Object per tenant. The index of its sessions (for listing, in
-// creation order), id uniqueness, and the quota of sessions not yet ended.
+// Tenant: one Durable Object per tenant. The index of its sessions (each row holds the session
+// as it last reported itself, so a list is one query, never a call per session), id
+// uniqueness, the quota of sessions not yet ended, and the tenant's lifecycle events
+// (`GET /v1/events`, tenant-events.ts).
 import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../shared/errors.js";
-import { type SessionStatus, canMove } from "../shared/session.js";
-import type { Env } from "./env.js";
+import { type Session, type SessionPage, type SessionStatus, type TenantEventType, canMove } from "../shared/session.js";
+import { type Env, limits } from "./env.js";
+import { type StoredEvent, TenantEvents } from "./tenant-events.js";
+
+/** Events kept for resuming: at least the last 1,000 (DESIGN §9). */
+const KEEP_EVENTS = 2000;
+/** Open event streams per tenant (429 beyond). */
+const MAX_EVENT_STREAMS = 64;
+
+export interface ListOptions {
+  status: SessionStatus | null;
+  tag: string | null;
+  limit: number;
+  /** The seq after which to continue (from `nextCursor`), or null for the start. */
+  after: number | null;
+}
 
 export class Tenant extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  private readonly events: TenantEvents;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -18,6 +35,16 @@ export class Tenant extends DurableObject<Env> {
       status TEXT NOT NULL,
       tags TEXT NOT NULL
     )`);
+    // The session as it last reported itself; null between reserve and the session's first report.
+    const columns = this.sql.exec<{ name: string }>("PRAGMA table_info(sessions)").toArray();
+    if (!columns.some((c) => c.name === "record")) this.sql.exec("ALTER TABLE sessions ADD COLUMN record TEXT");
+    this.sql.exec("CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, seq)");
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS events (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      type TEXT NOT NULL,
+      data TEXT NOT NULL
+    )`);
+    this.events = new TenantEvents(() => limits(env).sseKeepAliveMs);
   }
 
   /** Creation times within the last minute, for the create rate (in memory: a restart forgets it). */
@@ -56,20 +83,82 @@ export class Tenant extends DurableObject<Env> {
     return { ok: true };
   }
 
-  setStatus(id: string, status: SessionStatus): void {
-    const row = this.sql.exec<{ status: SessionStatus }>("SELECT status FROM sessions WHERE id = ?", id).toArray()[0];
-    if (row && canMove(row.status, status)) this.sql.exec("UPDATE sessions SET status = ? WHERE id = ?", status, id);
+  /**
+   * A session reports how it is now (its reports come in order): its index row follows it
+   * (status only forward), and with `event` the tenant's events record it.
+   */
+  record(session: Session, event: TenantEventType | null): void {
+    const row = this.sql
+      .exec<{ status: SessionStatus }>("SELECT status FROM sessions WHERE id = ?", session.id)
+      .toArray()[0];
+    if (!row) return; // purged meanwhile
+    if (row.status === session.status || canMove(row.status, session.status)) {
+      this.sql.exec(
+        "UPDATE sessions SET status = ?, tags = ?, record = ? WHERE id = ?",
+        session.status,
+        JSON.stringify(session.tags),
+        JSON.stringify(session),
+        session.id,
+      );
+    }
+    if (event) this.publish(event, session);
   }
 
-  remove(id: string): void {
+  /** The id is free again; with the purged `session`, `session.deleted` is recorded. */
+  forget(id: string, session: Session | null): void {
     this.sql.exec("DELETE FROM sessions WHERE id = ?", id);
+    if (session) this.publish("session.deleted", session);
   }
 
-  /** Session ids in creation order, optionally only those with `tag`. */
-  list(tag: string | null): string[] {
+  /** A page of sessions in creation order, from the index alone. */
+  list(options: ListOptions): SessionPage {
+    const where = ["record IS NOT NULL", "seq > ?"];
+    const params: (string | number)[] = [options.after ?? 0];
+    if (options.status) {
+      where.push("status = ?");
+      params.push(options.status);
+    }
+    if (options.tag) {
+      where.push("EXISTS (SELECT 1 FROM json_each(sessions.tags) WHERE json_each.value = ?)");
+      params.push(options.tag);
+    }
     const rows = this.sql
-      .exec<{ id: string; tags: string }>("SELECT id, tags FROM sessions ORDER BY created_at, seq")
+      .exec<{ seq: number; record: string }>(
+        `SELECT seq, record FROM sessions WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
+        ...params,
+        options.limit + 1,
+      )
       .toArray();
-    return rows.filter((r) => tag === null || (JSON.parse(r.tags) as string[]).includes(tag)).map((r) => r.id);
+    const page = rows.slice(0, options.limit);
+    const more = rows.length > options.limit;
+    return {
+      sessions: page.map((r) => JSON.parse(r.record) as Session),
+      nextCursor: more ? String(page[page.length - 1].seq) : null,
+    };
+  }
+
+  /** `GET /v1/events`: the Worker passes where to resume in `x-ptyb-after` (an id, or absent for live only). */
+  async fetch(request: Request): Promise<Response> {
+    if (this.events.size >= MAX_EVENT_STREAMS) {
+      const refused = fail("QUOTA_EXCEEDED", `at most ${MAX_EVENT_STREAMS} event streams per tenant`, 5);
+      return Response.json({ error: refused.failure }, { status: 429, headers: { "retry-after": "5" } });
+    }
+    const afterHeader = request.headers.get("x-ptyb-after");
+    if (afterHeader === null) return this.events.open(null, []);
+    const after = Number(afterHeader);
+    // Trimming always keeps the newest KEEP_EVENTS: the table is empty only before the first event.
+    const oldest = this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
+    const gap = oldest !== null && after + 1 < oldest ? { from: after + 1, to: oldest } : null;
+    const backlog = this.sql
+      .exec<{ seq: number; type: string; data: string }>("SELECT seq, type, data FROM events WHERE seq > ? ORDER BY seq", after)
+      .toArray();
+    return this.events.open(gap, backlog);
+  }
+
+  private publish(type: TenantEventType, session: Session): void {
+    const data = JSON.stringify({ type, session, at: new Date().toISOString() });
+    const seq = this.sql.exec<{ seq: number }>("INSERT INTO events (type, data) VALUES (?, ?) RETURNING seq", type, data).one().seq;
+    this.sql.exec("DELETE FROM events WHERE seq <= ?", seq - KEEP_EVENTS);
+    this.events.publish({ seq, type, data } satisfies StoredEvent);
   }
 }

@@ -2,6 +2,7 @@
 // auth, validation, the error shape, placement with no runner, and the tenant index.
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { Session, SessionStatus } from "../shared/session.js";
 import type { Env } from "./env.js";
 
 const testEnv = env as unknown as Env;
@@ -36,7 +37,7 @@ describe("edge Worker in workerd", () => {
     const res = await call("/v1/sessions", { method: "POST", key: "acme-key", body: JSON.stringify({ id: "lonely" }) });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ error: { code: "NO_RUNNER", message: expect.any(String) } });
-    expect(await (await call("/v1/sessions", { key: "acme-key" })).json()).toEqual({ sessions: [] });
+    expect(await (await call("/v1/sessions", { key: "acme-key" })).json()).toEqual({ sessions: [], nextCursor: null });
     expect((await call("/v1/sessions/lonely", { key: "acme-key" })).status).toBe(404);
   });
 
@@ -58,14 +59,30 @@ describe("edge Worker in workerd", () => {
     expect(await tenant.reserve("c", "2026-01-01T00:00:03.000Z", [], 2)).toMatchObject({
       failure: { code: "QUOTA_EXCEEDED", retryAfterSec: 5 },
     });
-    await tenant.setStatus("a", "running");
-    await tenant.setStatus("a", "exited");
-    await tenant.setStatus("a", "running"); // never backwards
+    const session = (id: string, status: SessionStatus, tags: string[] = []): Session => ({
+      ...({} as Session),
+      id,
+      status,
+      tags,
+    });
+    await tenant.record(session("a", "running", ["x"]), null);
+    await tenant.record(session("a", "exited", ["x"]), "session.exited");
+    await tenant.record(session("a", "running", ["x"]), null); // never backwards
     expect(await tenant.reserve("c", "2026-01-01T00:00:03.000Z", [], 2)).toEqual({ ok: true });
-    expect(await tenant.list(null)).toEqual(["a", "b", "c"]);
-    expect(await tenant.list("x")).toEqual(["a"]);
-    await tenant.remove("b");
-    expect(await tenant.list(null)).toEqual(["a", "c"]);
+    await tenant.record(session("b", "running"), null);
+    await tenant.record(session("c", "starting"), null);
+    const ids = async (tag: string | null, status: SessionStatus | null = null) =>
+      (await tenant.list({ tag, status, limit: 100, after: null })).sessions.map((s) => `${s.id}:${s.status}`);
+    expect(await ids(null)).toEqual(["a:exited", "b:running", "c:starting"]);
+    expect(await ids("x")).toEqual(["a:exited"]);
+    expect(await ids(null, "running")).toEqual(["b:running"]);
+    // Pages of two: a cursor continues after the last one given, null at the end.
+    const first = await tenant.list({ tag: null, status: null, limit: 2, after: null });
+    expect(first.sessions.map((s) => s.id)).toEqual(["a", "b"]);
+    const second = await tenant.list({ tag: null, status: null, limit: 2, after: Number(first.nextCursor) });
+    expect(second).toMatchObject({ sessions: [{ id: "c" }], nextCursor: null });
+    await tenant.forget("b", null);
+    expect(await ids(null)).toEqual(["a:exited", "c:starting"]);
   });
 
   it("refuses runner sockets without RUNNER_TOKEN with plain HTTP 401", async () => {
