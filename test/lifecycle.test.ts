@@ -73,7 +73,7 @@ describe("a bash session end to end", () => {
 
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit message");
     // `exit` says where output ends, and comes after every byte below that.
-    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: client.nextOffset });
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: client.nextOffset });
     expect(await client.waitForClose()).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     // Every byte the client saw is counted in the session's offset.

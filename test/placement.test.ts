@@ -25,7 +25,7 @@ describe("placement", () => {
     const res = await api.request("POST", "/v1/sessions", { id: "nobody-home" });
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: { code: "NO_RUNNER", message: expect.any(String) } });
-    expect((await api.request("GET", "/v1/sessions")).body).toEqual({ sessions: [] });
+    expect((await api.request("GET", "/v1/sessions")).body).toEqual({ sessions: [], nextCursor: null });
     expect((await api.request("GET", "/v1/sessions/nobody-home")).status).toBe(404);
   });
 

@@ -284,7 +284,7 @@ describe("resilience", () => {
     }
 
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 40_000);
-    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: expected.byteLength });
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: expected.byteLength });
     expect(await client.waitForClose(15_000)).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
@@ -293,7 +293,7 @@ describe("resilience", () => {
     expect(client.output.equals(expected)).toBe(true);
 
     const final = await api.get(s.id);
-    expect(final).toMatchObject({ status: "exited", exitCode: 0, signal: null, offset: expected.byteLength });
+    expect(final).toMatchObject({ status: "exited", exitCode: 0, signal: null, reason: "exit", offset: expected.byteLength });
     const rest = await fetchOutput(api, s.id, 0);
     expect(rest.from).toBe(0);
     expect(sha256(rest.bytes)).toBe(sha256(expected));
@@ -333,7 +333,7 @@ describe("resilience", () => {
 
     await client.done;
     const doneMs = Date.now() - t0;
-    expect(client.exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: expected.byteLength });
+    expect(client.exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: expected.byteLength });
     expect(client.finalClose).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.gaps).toEqual([]);
@@ -407,7 +407,7 @@ describe("resilience", () => {
     const lostAfterMs = Date.now() - killedAt;
     expect(lost).toMatchObject({ status: "lost", offset: seen.byteLength });
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 15_000);
-    expect(exit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null, offset: seen.byteLength });
+    expect(exit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null, reason: "runner_lost", offset: seen.byteLength });
     expect(await client.waitForClose(15_000)).toBe(4010);
     expect(client.offsetErrors).toEqual([]);
     expect(client.output.equals(seen)).toBe(true);
@@ -432,7 +432,7 @@ describe("resilience", () => {
     await replay.opened;
     replay.control({ type: "ping" });
     const replayExit = await replay.waitForMessage((m) => m.type === "exit", "replay exit", 15_000);
-    expect(replayExit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null, offset: seen.byteLength });
+    expect(replayExit).toEqual({ type: "exit", status: "lost", exitCode: null, signal: null, reason: "runner_lost", offset: seen.byteLength });
     expect(await replay.waitForClose(15_000)).toBe(4010);
     expect(replay.offsetErrors).toEqual([]);
     expect(replay.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
@@ -608,7 +608,7 @@ describe("resilience", () => {
     replay.socket.terminate();
     await api.input(s.id, "exit 0\n");
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 10_000);
-    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, offset: client.nextOffset });
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: client.nextOffset });
     const { retainedFrom } = await api.get(s.id);
     console.info(
       "redis restart",
