@@ -439,24 +439,31 @@ export class EventStreamClient {
     this.abort.abort();
   }
 
-  /** Resolves once `check` holds, re-checked as the stream moves; rejects at the deadline. */
+  /**
+   * Resolves once `check` holds, re-checked as the stream moves; rejects at the deadline, or as
+   * soon as the stream has ended without it.
+   */
   waitFor(check: () => boolean, what: string, deadlineMs = 15_000): Promise<void> {
     return new Promise((resolve, reject) => {
+      const failure = (why: string) =>
+        new Error(
+          `${why} waiting for ${what}; status ${this.status}, ` +
+            `events ${JSON.stringify(this.events.map((e) => `${e.id}:${e.event}`))}, body ${this.body.slice(0, 300)}`,
+        );
       const test = () => {
         if (check()) {
           this.waiters.delete(test);
           clearTimeout(timer);
           resolve();
+        } else if (this.ended) {
+          this.waiters.delete(test);
+          clearTimeout(timer);
+          reject(failure("the stream ended"));
         }
       };
       const timer = setTimeout(() => {
         this.waiters.delete(test);
-        reject(
-          new Error(
-            `timed out after ${deadlineMs} ms waiting for ${what}; status ${this.status}, ` +
-              `events ${JSON.stringify(this.events.map((e) => `${e.id}:${e.event}`))}, body ${this.body.slice(0, 300)}`,
-          ),
-        );
+        reject(failure(`timed out after ${deadlineMs} ms`));
       }, deadlineMs);
       this.waiters.add(test);
       test();
