@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT } from "../scripts/stack.js";
 import { echoRoundTrips, fanOut, interrupt, replay, throughput } from "./measures.js";
+import { measureIdleCost } from "./idle-cost.js";
 import { measureKnobs } from "./knobs.js";
 import { measureWetty } from "./peer-wetty.js";
 import { measureScale, scaleStackOptions } from "./scale.js";
@@ -263,6 +264,38 @@ try {
   }
 } finally {
   await stack.stop();
+}
+
+// Row 8 on a stack of its own, at LOG_LEVEL=debug: the edge says each time it wakes a session.
+if (wanted(8)) {
+  const quiet = await startBenchStack({ vars: { LOG_LEVEL: "debug" } });
+  try {
+    const r = await measureIdleCost(quiet, {
+      sessions: quick ? 10 : 25,
+      windowSec: quick ? 30 : 120,
+      progress: (m) => progress(`8 ${m}`),
+    });
+    rows.push({
+      n: 8,
+      what: `idle session, no timer set: Durable Object wake-ups per hour (${r.sessions} sessions, ${r.windowSec} s window)`,
+      ours: r.noTimerPerHour.toFixed(1),
+      baseline: "120 (the 30 s heartbeat alarm before issue 13; by construction, not run)",
+      ratio: "",
+      target: "0",
+      met: r.noTimerPerHour === 0,
+    });
+    rows.push({
+      n: 8,
+      what: "idle session with its three timers set to a day: wake-ups per hour",
+      ours: r.farTimersPerHour.toFixed(1),
+      baseline: "",
+      ratio: "",
+      target: "0",
+      met: r.farTimersPerHour === 0,
+    });
+  } finally {
+    await quiet.stop();
+  }
 }
 
 // Each knob setting needs a runner of its own, so after the main stack is gone.

@@ -147,6 +147,8 @@ export class PtySession extends DurableObject<Env> {
       keyForLog: () => this.keyForLog(),
     });
     if (this.stored) this.timers.restore(this.stored.record);
+    // Each construction is a wake-up (first use, or back from hibernation): `npm run bench` counts them.
+    log.debug("session.wake", { key: this.keyForLog(), cause: "construct" });
     this.reports = new TenantReports(
       () => tenantStub(this.env, this.stored?.tenant ?? ""),
       () => this.keyForLog(),
@@ -409,6 +411,7 @@ export class PtySession extends DurableObject<Env> {
 
   /** The session's deadlines (session-timers.ts); set only while one exists. */
   async alarm(): Promise<void> {
+    log.debug("session.wake", { key: this.keyForLog(), cause: "alarm" });
     if (!this.stored) return;
     await this.timers.alarm(Date.now());
   }
