@@ -19,6 +19,14 @@ describe("runner configuration", () => {
     expect(() => loadConfig({})).toThrow(/RUNNER_TOKEN \(or RUNNER_TOKEN_FILE\) is required/);
   });
 
+  it("RUNNER_DRAIN_SEC: 300 by default, 0 ends sessions at once, never negative", () => {
+    expect(loadConfig({ RUNNER_TOKEN: "t" }).drainSec).toBe(300);
+    expect(loadConfig({ RUNNER_TOKEN: "t", RUNNER_DRAIN_SEC: "0" }).drainSec).toBe(0);
+    expect(loadConfig({ RUNNER_TOKEN: "t", RUNNER_DRAIN_SEC: "30" }).drainSec).toBe(30);
+    expect(() => loadConfig({ RUNNER_TOKEN: "t", RUNNER_DRAIN_SEC: "-1" })).toThrow(/RUNNER_DRAIN_SEC/);
+    expect(() => loadConfig({ RUNNER_TOKEN: "t", RUNNER_DRAIN_SEC: "soon" })).toThrow(/RUNNER_DRAIN_SEC/);
+  });
+
   it("takes the runner id from a runner credential unless RUNNER_ID is set", async () => {
     const credential = await mintRunnerCredential("secret", { runnerId: "eu-1", tenants: ["acme"] });
     expect(loadConfig({ RUNNER_TOKEN: credential }).runnerId).toBe("eu-1");

@@ -61,6 +61,11 @@ const Env = z.object({
     .int()
     .min(64 * 1024)
     .default(8 * 1024 * 1024),
+  /**
+   * On SIGTERM, how long live sessions may go on before the runner ends them (reason drain)
+   * and exits; 0 = end them at once (DESIGN §9, runner/drain.ts).
+   */
+  RUNNER_DRAIN_SEC: z.coerce.number().int().min(0).default(300),
   /** How long a session's log is kept after the session ends. */
   OUTPUT_TTL_SEC: z.coerce.number().int().min(1).default(24 * 3600),
   /** Unacknowledged output at which the PTY is paused, and the level at which it resumes. */
@@ -97,6 +102,8 @@ export interface RunnerConfig {
   outputTtlSec: number;
   flowHighWater: number;
   flowLowWater: number;
+  /** RUNNER_DRAIN_SEC */
+  drainSec: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
@@ -126,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     outputTtlSec: e.OUTPUT_TTL_SEC,
     flowHighWater: e.FLOW_HIGH_WATER,
     flowLowWater: Math.min(e.FLOW_LOW_WATER, Math.floor(e.FLOW_HIGH_WATER / 2)),
+    drainSec: e.RUNNER_DRAIN_SEC,
   };
 }
 

@@ -45,6 +45,16 @@ export class HostedSession {
   private appendFailing = false;
   private retainedReported = 0;
   private retainedCheckedAt = 0;
+  /** Why the runner itself ended the process, reported with its exit. */
+  private endReason: "drain" | undefined;
+  private markOver!: () => void;
+  /**
+   * Resolves when the session is over here: its exit reached the edge (the edge closed the
+   * link for good), the edge gave it up, or the exit went unconfirmed for EXIT_CONFIRM_MS.
+   */
+  readonly over = new Promise<void>((resolve) => {
+    this.markOver = resolve;
+  });
 
   constructor(
     private readonly config: RunnerConfig,
@@ -103,6 +113,23 @@ export class HostedSession {
   }
 
   /**
+   * The runner is shutting down and the drain time is up: ends the process as `kill` does and
+   * reports its exit with `reason: "drain"`. A session whose process has not started yet (its
+   * link never opened) is given up: it never starts here.
+   */
+  drain(graceMs: number): void {
+    if (this.exited || this.ended) return;
+    if (!this.pty) {
+      log.info("session.drain", { key: this.key, outcome: "not_started" });
+      this.end();
+      return;
+    }
+    // A kill the edge asked for (DELETE, a timer) is already under way: its reason stands.
+    if (!this.killTimer) this.endReason = "drain";
+    this.kill(graceMs);
+  }
+
+  /**
    * Ends the process (SIGHUP; after `graceMs`, SIGKILL to every process the session started);
    * the exit is reported as usual.
    */
@@ -149,10 +176,15 @@ export class HostedSession {
     this.exited = true;
     if (this.killTimer) clearTimeout(this.killTimer);
     this.coalescer?.flush(true);
-    log.info("session.exited", { key: this.key, ...exit, offset: this.coalescer?.offset });
+    log.info("session.exited", { key: this.key, ...exit, reason: this.endReason, offset: this.coalescer?.offset });
     // Whatever the process left running (setsid, nohup, double fork) ends with it.
     isolation().end(this.key);
-    const message: RunnerLinkMessage = { type: "exited", exitCode: exit.exitCode, signal: exit.signal };
+    const message: RunnerLinkMessage = {
+      type: "exited",
+      exitCode: exit.exitCode,
+      signal: exit.signal,
+      ...(this.endReason ? { reason: this.endReason } : {}),
+    };
     this.release();
     this.delivery.finish(JSON.stringify(message));
     void this.outputLog
@@ -264,6 +296,7 @@ export class HostedSession {
     this.inputGate.dispose();
     this.link.stop(1000, "session ended");
     this.release();
+    this.markOver();
   }
 
   private release(): void {

@@ -1,8 +1,9 @@
 // Composition root of the runner: configuration, the output log, the control socket, the
-// hosted sessions and the reader links.
+// hosted sessions, the reader links, and the drain that SIGTERM starts (drain.ts).
 import { setLogLevel, log } from "../shared/log.js";
 import { loadConfig } from "./config.js";
 import { ControlLink } from "./control.js";
+import { Drain } from "./drain.js";
 import { HostedSession } from "./hosted-session.js";
 import { type Isolation, startIsolation } from "./isolation.js";
 import { MemoryLog } from "./memory-log.js";
@@ -21,6 +22,8 @@ const memoryLog = redisLog ? undefined : new MemoryLog(logOptions);
 const outputLog: OutputLog = redisLog ?? (memoryLog as MemoryLog);
 
 const sessions = new Map<string, HostedSession>();
+/** Hosted sessions not over yet (their exit has not reached the edge): what a drain waits for. */
+const hosted = new Set<HostedSession>();
 const readers = new Map<string, ReaderLink>();
 // The edge keeps recently read output for replays: tell it when the log may have lost some.
 outputLog.onMaybeLost?.(() => {
@@ -30,21 +33,34 @@ outputLog.onMaybeLost?.(() => {
 
 const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],
+  // A drain goes on across control reconnects: the pool hears it again after every register.
+  onRegistered: () => {
+    if (drain.draining) control.send({ type: "draining" });
+  },
   onMessage(message) {
     switch (message.type) {
       case "spawn": {
         if (sessions.has(message.key)) return log.warn("runner.spawn", { key: message.key, outcome: "duplicate" });
-        if (stopping) return log.warn("runner.spawn", { key: message.key, outcome: "stopping" });
+        if (drain.draining) {
+          // Placed before the pool heard `draining`: not started here; the slot is given back.
+          log.warn("runner.spawn", { key: message.key, outcome: "draining" });
+          return control.send({ type: "released", key: message.key });
+        }
         const session = new HostedSession(config, message, outputLog, (key) => {
           sessions.delete(key);
           control.send({ type: "released", key });
-          if (stopping && sessions.size === 0) finish();
         });
         sessions.set(message.key, session);
+        hosted.add(session);
+        void session.over.then(() => {
+          hosted.delete(session);
+          drain.sessionOver();
+        });
         session.start();
         return;
       }
       case "serve": {
+        // Reader links keep working while draining: replays of any session go on.
         if (readers.has(message.key) || stopping) return;
         const reader = new ReaderLink(config, message.key, message.tenant, message.sessionId, message.linkToken, outputLog, (key) =>
           readers.delete(key),
@@ -62,33 +78,34 @@ const control = new ControlLink(config, {
 });
 
 let stopping = false;
-let finish: () => void = () => {};
 
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
+/** The last step of a drain: nothing is hosted any more (or the wait for that ran out). */
+async function stop(): Promise<void> {
   stopping = true;
-  log.info("runner.stopping", { signal, sessions: sessions.size });
-  const drained = new Promise<void>((resolve) => {
-    finish = resolve;
-    if (sessions.size === 0) resolve();
-  });
-  for (const session of sessions.values()) session.kill(1000);
   for (const reader of readers.values()) reader.close();
-  const deadline = new Promise<void>((resolve) => setTimeout(resolve, 3000).unref());
-  await Promise.race([drained, deadline]);
   await control.stop();
-  // Ends whatever sessions are left (the drain may have timed out) and removes this run's record.
+  // Ends whatever sessions are left (an undelivered drain) and removes this run's record.
   await sandbox?.close().catch((error: unknown) => log.warn("runner.containment", { outcome: "close_failed", error }));
   await outputLog.close();
+  log.info("runner.stopped", {});
   process.exit(0);
 }
 
-process.on("SIGINT", () => void shutdown("SIGINT"));
+const drain = new Drain(
+  {
+    sessions: () => [...hosted],
+    announce: () => control.send({ type: "draining" }),
+    stop,
+  },
+  { drainSec: config.drainSec },
+);
+
+process.on("SIGINT", () => drain.signal("SIGINT"));
 // Where the runner's memory is, on demand (`kill -USR2 <pid>`): heap, Buffers outside it, RSS.
 process.on("SIGUSR2", () =>
   log.info("runner.memory", { ...process.memoryUsage(), sessions: sessions.size, readers: readers.size, memoryLog: memoryLog?.held() }),
 );
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGTERM", () => drain.signal("SIGTERM"));
 
 log.info("runner.starting", {
   runnerId: config.runnerId,
@@ -108,4 +125,4 @@ try {
 // Take sessions only once the log can store their output; a Redis that never answers is logged
 // and the runner serves anyway (appends then fail and their ranges replay as gaps).
 await redisLog?.ready().catch((error: unknown) => log.error("redis.unready", { error }));
-control.start();
+if (!stopping) control.start();
