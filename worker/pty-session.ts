@@ -1,6 +1,7 @@
-// PtySession: one Durable Object per tenant+session. Holds the session record, its
-// forward-only status and the offset of the output it has received, and wires the parts that
-// own the rest with callbacks: RunnerLinks (runner-links.ts: the host and reader links, their
+// PtySession: one Durable Object per tenant+session. Wires the parts that own the session's
+// state with callbacks and keeps what spans them (create and the start decision, ending and
+// purging, the RPCs): SessionRecord (session-record.ts: the record, its forward-only status,
+// the offset), RunnerLinks (runner-links.ts: the host and reader links, their
 // tokens, acks and input state), ClientHub (client-hub.ts: clients, their replays and bounds),
 // SessionTimers (session-timers.ts: the deadlines and the alarm), TenantReports
 // (tenant-reports.ts: the tenant's index and events), OutputReads (output-reads.ts:
@@ -8,63 +9,29 @@
 import { DurableObject } from "cloudflare:workers";
 import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import { PING_TEXT, PONG_TEXT, type ServerMessage, encodeInput } from "../shared/protocol.js";
+import { PING_TEXT, PONG_TEXT, encodeInput } from "../shared/protocol.js";
 import {
   type EndReason,
   KILL_GRACE_MS,
   type Session,
   type SessionStatus,
-  type SessionTimers as TimerSettings,
   type SignalName,
-  type SpawnSpec,
   type TenantEventType,
-  canMove,
   isTerminal,
 } from "../shared/session.js";
-import { type Env, limits, poolStub, sessionKey, tenantStub } from "./env.js";
+import { type Env, limits, poolStub, tenantStub } from "./env.js";
 import { refuseSocket } from "./errors.js";
 import { LogReads } from "./log-reads.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "./client-hub.js";
 import { type OutputRange, OutputReads } from "./output-reads.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
+import { type CreateRequest, type RecordFields, SessionRecord, type SessionPatch } from "./session-record.js";
+import { type DeadlineName, SessionTimers } from "./session-timers.js";
 import { closeQuietly } from "./sockets.js";
 import type { SocketSubscriber } from "./subscribers.js";
-import { type DeadlineName, SessionTimers } from "./session-timers.js";
 import { TenantReports } from "./tenant-reports.js";
 
-export interface CreateRequest {
-  tenant: string;
-  id: string;
-  createdAt: string;
-  tags: string[];
-  label: string | null;
-  spec: SpawnSpec;
-  timers: TimerSettings;
-}
-
-/** PATCH: the timers (seconds, 0 = off), label and tags. */
-export type SessionPatch = Partial<TimerSettings> & { label?: string | null; tags?: string[] };
-
-type SessionRecord = Omit<Session, "offset" | "retainedFrom" | "clients">;
-
-interface Stored {
-  tenant: string;
-  spec: SpawnSpec;
-  record: SessionRecord;
-  /** The runner that hosts (or hosted) the process: its in-process log is only there. */
-  runnerId?: string | null;
-  /**
-   * This incarnation of the id: a purged id created again is a new session. Names the output
-   * log (`logKey`) and is in every session token, so nothing of an earlier one reaches it.
-   */
-  incarnation: string;
-  /** The host link's credential, given to the placed runner alone in its spawn order. */
-  linkToken: string;
-  /** Reader links' credential, given in serve orders. */
-  readerToken: string;
-  /** Why the session is being ended (DELETE or a timer), until the runner confirms the exit. */
-  ending?: EndReason;
-}
+export type { CreateRequest, SessionPatch } from "./session-record.js";
 
 type StartOutcome = "started" | "failed" | "timeout";
 
@@ -83,11 +50,7 @@ function settleWithin<T>(ms: number, onTimeout: T, register: (resolve: (value: T
 }
 
 export class PtySession extends DurableObject<Env> {
-  private stored: Stored | undefined;
-  /** Offset of the next output byte: everything below it is stored in the log and acknowledged. */
-  private offset: number;
-  /** Oldest offset the log still holds, as the runner last reported it. */
-  private retainedFrom: number;
+  private readonly record: SessionRecord;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
   private exitWaiters = new Set<() => void>();
   private readonly reads: LogReads;
@@ -99,28 +62,23 @@ export class PtySession extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.stored = ctx.storage.kv.get<Stored>("session");
-    this.offset = ctx.storage.kv.get<number>("offset") ?? 0;
-    this.retainedFrom = ctx.storage.kv.get<number>("retainedFrom") ?? 0;
+    this.record = new SessionRecord(ctx.storage);
     // Heartbeats from runners and clients are answered without waking the object.
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(PING_TEXT, PONG_TEXT));
     this.reads = new LogReads(
       () => this.links.forReads(),
-      () => this.stored !== undefined && !isTerminal(this.stored.record.status),
+      () => this.record.current !== undefined && !this.record.ended,
       () => this.summonReader(),
     );
     this.outputReads = new OutputReads(this.reads, {
-      offset: () => this.offset,
-      retainedFrom: () => this.retainedFrom,
-      noteLeadingGap: (from, to) => this.noteLeadingGap(from, to),
+      offset: () => this.record.offset,
+      retainedFrom: () => this.record.retainedFrom,
+      noteLeadingGap: (from, to) => this.record.noteLeadingGap(from, to),
     });
     this.links = new RunnerLinks(ctx, this.reads, {
-      offset: () => this.offset,
+      offset: () => this.record.offset,
       output: (offset, data, frame) => this.onOutput(offset, data, frame),
-      storeOffset: () => {
-        this.ctx.storage.kv.put("offset", this.offset);
-        return this.offset;
-      },
+      storeOffset: () => this.record.storeOffset(),
       hostSaid: (msg) => this.hostSaid(msg),
       logMaybeLost: () => this.clients.forgetCache(),
       hostLinked: () => this.timers.set("grace", undefined),
@@ -128,11 +86,11 @@ export class PtySession extends DurableObject<Env> {
       keyForLog: () => this.keyForLog(),
     });
     this.clients = new ClientHub(ctx, this.reads, {
-      offset: () => this.offset,
-      retainedFrom: () => this.retainedFrom,
-      noteLeadingGap: (from, to) => this.noteLeadingGap(from, to),
-      ended: () => this.stored !== undefined && isTerminal(this.stored.record.status),
-      exitMessage: () => this.exitMessage(),
+      offset: () => this.record.offset,
+      retainedFrom: () => this.record.retainedFrom,
+      noteLeadingGap: (from, to) => this.record.noteLeadingGap(from, to),
+      ended: () => this.record.ended,
+      exitMessage: () => this.record.exitMessage(),
       view: () => this.view(),
       limits: () => limits(this.env),
       keyForLog: () => this.keyForLog(),
@@ -146,11 +104,12 @@ export class PtySession extends DurableObject<Env> {
       clients: () => this.clients.count(),
       keyForLog: () => this.keyForLog(),
     });
-    if (this.stored) this.timers.restore(this.stored.record);
+    const stored = this.record.current;
+    if (stored) this.timers.restore(stored.record);
     // Each construction is a wake-up (first use, or back from hibernation): `npm run bench` counts them.
     log.debug("session.wake", { key: this.keyForLog(), cause: "construct" });
     this.reports = new TenantReports(
-      () => tenantStub(this.env, this.stored?.tenant ?? ""),
+      () => tenantStub(this.env, this.record.current?.tenant ?? ""),
       () => this.keyForLog(),
     );
   }
@@ -158,40 +117,11 @@ export class PtySession extends DurableObject<Env> {
   // ---- RPC, called by the Worker's routes ----
 
   async create(request: CreateRequest): Promise<Session | Failure> {
-    if (this.stored) return fail("CONFLICT", `session ${request.id} already exists`);
-    const { tenant, id, spec, timers } = request;
+    if (this.record.current) return fail("CONFLICT", `session ${request.id} already exists`);
     const now = Date.now();
-    this.stored = {
-      tenant,
-      spec,
-      runnerId: null,
-      incarnation: crypto.randomUUID(),
-      linkToken: randomToken(),
-      readerToken: randomToken(),
-      record: {
-        id,
-        status: "starting",
-        command: spec.command,
-        args: spec.args,
-        cwd: spec.cwd,
-        cols: spec.cols,
-        rows: spec.rows,
-        pid: null,
-        tags: request.tags,
-        label: request.label,
-        createdAt: request.createdAt,
-        exitedAt: null,
-        exitCode: null,
-        signal: null,
-        error: null,
-        reason: null,
-        ...timers,
-        expiresAt: timers.timeoutSec > 0 ? new Date(now + timers.timeoutSec * 1000).toISOString() : null,
-      },
-    };
-    this.save();
+    const stored = this.record.begin(request, now);
     const startTimeoutMs = limits(this.env).startTimeoutMs;
-    this.timers.configure(timers, this.stored.record.expiresAt, now);
+    this.timers.configure(request.timers, stored.record.expiresAt, now);
     // Should this object restart before the runner's link comes, the session fails then.
     this.timers.set("start", now + startTimeoutMs);
     const started = settleWithin<StartOutcome>(startTimeoutMs, "timeout", (resolve) => {
@@ -202,25 +132,21 @@ export class PtySession extends DurableObject<Env> {
     this.report("session.created");
     const placed = await poolStub(this.env).place({
       type: "spawn",
-      key: logKey(this.stored),
-      tenant,
-      sessionId: id,
-      spec,
-      linkToken: this.stored.linkToken,
+      key: this.record.logKey(),
+      tenant: request.tenant,
+      sessionId: request.id,
+      spec: request.spec,
+      linkToken: stored.linkToken,
     });
     if (isFailure(placed)) {
       release(false);
       this.startWaiter?.("failed");
-      this.stored = undefined;
-      this.timers.clear();
-      await this.ctx.storage.deleteAlarm();
-      await this.ctx.storage.deleteAll();
+      await this.forgetAll();
       return placed;
     }
     release(true);
-    log.info("session.placed", { key: sessionKey(tenant, id), runnerId: placed.runnerId });
-    this.stored.runnerId = placed.runnerId;
-    this.save();
+    log.info("session.placed", { key: this.keyForLog(), runnerId: placed.runnerId });
+    this.record.placed(placed.runnerId);
     if ((await started) === "timeout") this.startLate();
     return this.view();
   }
@@ -232,8 +158,7 @@ export class PtySession extends DurableObject<Env> {
    * so the runner never starts the process.
    */
   private startLate(): void {
-    const stored = this.stored;
-    if (!stored || stored.record.status !== "starting") return;
+    if (this.record.current?.record.status !== "starting") return;
     if (this.links.host()) {
       log.warn("session.start", { key: this.keyForLog(), outcome: "late" });
       return;
@@ -242,12 +167,12 @@ export class PtySession extends DurableObject<Env> {
   }
 
   get(): Session | Failure {
-    return this.stored ? this.view() : this.notFound();
+    return this.record.current ? this.view() : this.notFound();
   }
 
   /** Which incarnation of the id this is (session tokens name it), or null when there is none. */
   incarnation(): string | null {
-    return this.stored?.incarnation ?? null;
+    return this.record.current?.incarnation ?? null;
   }
 
   input(bytes: Uint8Array): { bytes: number } | Failure {
@@ -273,8 +198,8 @@ export class PtySession extends DurableObject<Env> {
   }
 
   async wait(timeoutMs: number): Promise<Session | Failure> {
-    if (!this.stored) return this.notFound();
-    if (!isTerminal(this.stored.record.status)) await this.untilExit(timeoutMs);
+    if (!this.record.current) return this.notFound();
+    if (!this.record.ended) await this.untilExit(timeoutMs);
     return this.view();
   }
 
@@ -283,17 +208,15 @@ export class PtySession extends DurableObject<Env> {
    * is gone; `reason` says why. With `purge`, the record and the log go too.
    */
   async terminate(purge: boolean, reason: EndReason = "deleted"): Promise<Session | Failure> {
-    const stored = this.stored;
-    if (!stored) return this.notFound();
-    if (!isTerminal(stored.record.status)) {
-      stored.ending ??= reason;
-      this.save();
+    if (!this.record.current) return this.notFound();
+    if (!this.record.ended) {
+      const why = this.record.ending(reason);
       if (this.links.host()) {
         this.links.send({ type: "kill", graceMs: KILL_GRACE_MS });
         await this.untilExit(KILL_GRACE_MS + 5000);
       }
-      if (!isTerminal(stored.record.status)) {
-        await this.move("lost", { error: "the runner did not confirm the process ended", reason: stored.ending });
+      if (!this.record.ended) {
+        await this.move("lost", { error: "the runner did not confirm the process ended", reason: why });
       }
     }
     const session = this.view();
@@ -303,24 +226,11 @@ export class PtySession extends DurableObject<Env> {
 
   /** PATCH: timers (from now), label and tags; owner only (the route checks). */
   patch(patch: SessionPatch): Session | Failure {
-    const stored = this.stored;
-    if (!stored) return this.notFound();
-    const record = stored.record;
-    const timerFields = ["timeoutSec", "idleTimeoutSec", "detachedTimeoutSec"] as const;
-    if (isTerminal(record.status) && timerFields.some((f) => patch[f] !== undefined)) {
-      return fail("SESSION_EXITED", `session has ${record.status}: its timers are over`);
-    }
     const now = Date.now();
-    if (patch.timeoutSec !== undefined) {
-      record.timeoutSec = patch.timeoutSec;
-      record.expiresAt = patch.timeoutSec > 0 ? new Date(now + patch.timeoutSec * 1000).toISOString() : null;
-    }
-    if (patch.idleTimeoutSec !== undefined) record.idleTimeoutSec = patch.idleTimeoutSec;
-    if (patch.detachedTimeoutSec !== undefined) record.detachedTimeoutSec = patch.detachedTimeoutSec;
-    if (patch.label !== undefined) record.label = patch.label;
-    if (patch.tags !== undefined) record.tags = patch.tags;
-    this.save();
-    if (!isTerminal(record.status)) this.timers.configure(record, record.expiresAt, now);
+    const refused = this.record.patch(patch, now);
+    if (refused) return refused;
+    const stored = this.record.current;
+    if (stored && !this.record.ended) this.timers.configure(stored.record, stored.record.expiresAt, now);
     this.report("session.updated");
     return this.view();
   }
@@ -331,8 +241,7 @@ export class PtySession extends DurableObject<Env> {
    * when a runner goes quiet, never on a schedule.
    */
   async runnerSilent(): Promise<void> {
-    const stored = this.stored;
-    if (!stored || isTerminal(stored.record.status)) return;
+    if (!this.record.current || this.record.ended) return;
     const silent = this.links.silentFor(Date.now(), HEARTBEAT_TIMEOUT_MS);
     if (!silent || silent === "none") return;
     log.warn("link.heartbeat", { key: this.keyForLog(), outcome: "silent", silentMs: silent.silentMs });
@@ -342,28 +251,31 @@ export class PtySession extends DurableObject<Env> {
 
   /** Everything the session stored goes: record, object storage, index entry and log. */
   private async purge(): Promise<void> {
-    const stored = this.stored;
+    const stored = this.record.current;
     if (!stored) return;
     const session = this.view();
     this.clients.closeAll();
     for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
-    const key = logKey(stored);
+    const key = this.record.logKey();
     const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
     if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
     this.reports.deleted(session);
     await this.reports.settled();
-    this.stored = undefined;
-    this.offset = 0;
-    this.retainedFrom = 0;
+    await this.forgetAll();
+    log.info("session.purged", { key });
+  }
+
+  /** Memory and storage both forget the session (purged, or never placed). */
+  private async forgetAll(): Promise<void> {
+    this.record.discard();
     this.timers.clear();
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
-    log.info("session.purged", { key });
   }
 
   /** `GET .../output` (output-reads.ts). */
   output(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
-    if (!this.stored) return Promise.resolve(this.notFound());
+    if (!this.record.current) return Promise.resolve(this.notFound());
     return this.outputReads.read(from, to, limits(this.env).maxOutputReads);
   }
 
@@ -371,18 +283,17 @@ export class PtySession extends DurableObject<Env> {
 
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
+    const stored = this.record.current;
     if (url.pathname.endsWith("/link")) {
-      const stored = this.stored;
       if (!stored) return new Response("no such session", { status: 404 });
-      const ended = isTerminal(stored.record.status);
-      return this.links.accept(url.searchParams.get("role") === "reader", request.headers, stored, ended);
+      return this.links.accept(url.searchParams.get("role") === "reader", request.headers, stored, this.record.ended);
     }
     const from = parseStart(request.headers.get("x-ptyb-from"));
     if (url.pathname.endsWith("/stream")) {
-      if (!this.stored) return Response.json(this.notFound(), { status: 404 });
+      if (!stored) return Response.json(this.notFound(), { status: 404 });
       return this.clients.openStream(from, request.headers.get("x-ptyb-role") === "owner");
     }
-    if (!this.stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
+    if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
     return this.clients.acceptSocket(request, from);
   }
 
@@ -412,14 +323,13 @@ export class PtySession extends DurableObject<Env> {
   /** The session's deadlines (session-timers.ts); set only while one exists. */
   async alarm(): Promise<void> {
     log.debug("session.wake", { key: this.keyForLog(), cause: "alarm" });
-    if (!this.stored) return;
+    if (!this.record.current) return;
     await this.timers.alarm(Date.now());
   }
 
   private async onDeadline(name: DeadlineName): Promise<void> {
-    const stored = this.stored;
-    if (!stored) return;
-    const status = stored.record.status;
+    const status = this.record.current?.record.status;
+    if (!status) return;
     switch (name) {
       case "purge":
         if (isTerminal(status)) await this.purge();
@@ -447,10 +357,10 @@ export class PtySession extends DurableObject<Env> {
 
   /** The host link is gone (and no other is open): the session waits LINK_GRACE_MS for it. */
   private async onHostLinkGone(code: number): Promise<void> {
-    const stored = this.stored;
-    if (!stored || isTerminal(stored.record.status)) return;
+    const status = this.record.current?.record.status;
+    if (!status || isTerminal(status)) return;
     log.warn("link.closed", { key: this.keyForLog(), code });
-    if (stored.record.status === "starting") {
+    if (status === "starting") {
       this.startWaiter?.("failed");
       await this.move("lost", { error: "the runner's link closed before the process started", reason: "runner_lost" });
       return;
@@ -467,7 +377,7 @@ export class PtySession extends DurableObject<Env> {
         this.startWaiter?.("started");
         return;
       case "exited": {
-        const reason = msg.reason ?? this.stored?.ending ?? "exit";
+        const reason = msg.reason ?? this.record.current?.ending ?? "exit";
         await this.move("exited", { exitCode: msg.exitCode, signal: msg.signal, reason });
         return;
       }
@@ -476,7 +386,7 @@ export class PtySession extends DurableObject<Env> {
         this.startWaiter?.("failed");
         return;
       case "retained":
-        return this.noteRetainedFrom(msg.from);
+        return this.record.noteRetainedFrom(msg.from);
       case "input_dropped": {
         log.warn("session.input", { key: this.keyForLog(), outcome: "dropped", bytes: msg.bytes });
         const message = `${msg.bytes} bytes of input were dropped: the process is not reading its input`;
@@ -495,42 +405,28 @@ export class PtySession extends DurableObject<Env> {
    */
   private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
     this.clients.fanOut(offset, data, frame);
-    this.offset = offset + data.byteLength;
+    this.record.advance(offset + data.byteLength);
     this.timers.noteActivity(Date.now());
   }
 
   /** Clients came or went: the detached timer runs while none is attached; the index shows the count. */
   private onClientsChanged(): void {
-    const stored = this.stored;
-    if (!stored || isTerminal(stored.record.status)) return;
+    if (!this.record.current || this.record.ended) return;
     this.timers.clientsChanged(this.clients.count(), Date.now());
   }
 
   /** Tells the tenant's index (and, with `event`, its events) how the session is now. */
   private report(event: TenantEventType | null): void {
-    if (this.stored) this.reports.record(this.view(), event);
-  }
-
-  /** A read found nothing in [from, to): if that reaches back to the log's start, the start moved. */
-  private noteLeadingGap(from: number, to: number): void {
-    if (from <= this.retainedFrom) this.noteRetainedFrom(to);
-  }
-
-  /** The log starts at `from` or later (a trim, an expiry or a lost Redis moved it on). */
-  private noteRetainedFrom(from: number): void {
-    const next = Math.min(from, this.offset);
-    if (next <= this.retainedFrom) return;
-    this.retainedFrom = next;
-    this.ctx.storage.kv.put("retainedFrom", next);
+    if (this.record.current) this.reports.record(this.view(), event);
   }
 
   private async summonReader(): Promise<boolean> {
-    const stored = this.stored;
+    const stored = this.record.current;
     if (!stored) return false;
     const sent = await poolStub(this.env).dispatch(
       {
         type: "serve",
-        key: logKey(stored),
+        key: this.record.logKey(),
         tenant: stored.tenant,
         sessionId: stored.record.id,
         linkToken: stored.readerToken,
@@ -574,31 +470,18 @@ export class PtySession extends DurableObject<Env> {
   // ---- State ----
 
   private applyResize(cols: number, rows: number): void {
-    const stored = this.stored;
-    if (!stored) return;
-    stored.record.cols = cols;
-    stored.record.rows = rows;
-    this.save();
+    if (!this.record.current) return;
+    this.record.resize(cols, rows);
     this.links.send({ type: "resize", cols, rows });
     this.clients.broadcast({ type: "resize", cols, rows });
     this.report("session.updated");
   }
 
   /** Moves the status forward (never back) and tells whoever waits on it. */
-  private async move(status: SessionStatus, patch: Partial<SessionRecord>): Promise<void> {
-    const stored = this.stored;
-    if (!stored || !canMove(stored.record.status, status)) return;
-    Object.assign(stored.record, patch, { status });
+  private async move(status: SessionStatus, patch: Partial<RecordFields>): Promise<void> {
     const now = Date.now();
-    if (isTerminal(status)) {
-      stored.record.exitedAt = new Date(now).toISOString();
-      stored.record.expiresAt = null;
-      stored.ending = undefined;
-      // Where output ends is final now: stored with the status, not left to the next ack.
-      this.ctx.storage.kv.put("offset", this.offset);
-    }
-    this.save();
-    log.info("session.status", { key: this.keyForLog(), status, reason: stored.record.reason });
+    if (!this.record.move(status, patch, now)) return;
+    log.info("session.status", { key: this.keyForLog(), status, reason: this.record.current?.record.reason });
     if (isTerminal(status)) {
       // Subscribers still replaying get `exit` once they catch up.
       this.clients.sessionEnded();
@@ -636,40 +519,15 @@ export class PtySession extends DurableObject<Env> {
   }
 
   private refuseUnlessRunning(): Failure | undefined {
-    if (!this.stored) return this.notFound();
-    const status = this.stored.record.status;
+    const status = this.record.current?.record.status;
+    if (!status) return this.notFound();
     if (isTerminal(status)) return fail("SESSION_EXITED", `session has ${status}`);
     if (!this.links.host()) return fail("CONFLICT", "session is not connected to a runner right now");
     return undefined;
   }
 
   private view(): Session {
-    const stored = this.stored;
-    if (!stored) throw new Error("no session");
-    return {
-      ...stored.record,
-      offset: this.offset,
-      retainedFrom: this.retainedFrom,
-      clients: this.clients.count(),
-    };
-  }
-
-  private exitMessage(): ServerMessage {
-    const record = this.stored?.record;
-    const status = record?.status;
-    return {
-      type: "exit",
-      status: status === "lost" || status === "failed" ? status : "exited",
-      exitCode: record?.exitCode ?? null,
-      signal: record?.signal ?? null,
-      reason: record?.reason ?? null,
-      // Where output ends: every byte below it went out on this connection before this message.
-      offset: this.offset,
-    };
-  }
-
-  private save(): void {
-    if (this.stored) this.ctx.storage.kv.put("session", this.stored);
+    return this.record.view(this.clients.count());
   }
 
   private notFound(): Failure {
@@ -677,7 +535,7 @@ export class PtySession extends DurableObject<Env> {
   }
 
   private keyForLog(): string | null {
-    return this.stored ? sessionKey(this.stored.tenant, this.stored.record.id) : null;
+    return this.record.keyForLog();
   }
 }
 
@@ -686,16 +544,6 @@ function parseStart(value: string | null): StartFrom {
   if (value === "live") return "live";
   if (value !== null && /^\d{1,15}$/.test(value)) return Number(value);
   return "retained";
-}
-
-/** The output log's key of one incarnation: `tenant/sessionId/incarnation`. */
-function logKey(stored: Stored): string {
-  return `${sessionKey(stored.tenant, stored.record.id)}/${stored.incarnation}`;
-}
-
-function randomToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 /** What the host link reports about the process and its log (see RunnerLinks). */
