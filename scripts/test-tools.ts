@@ -81,7 +81,7 @@ function run(command: string, args: string[], cwd?: string): void {
 function aptInstall(packages: string[], reason: string): void {
   say(`apt-get update (to install ${packages.join(", ")} for ${reason})`);
   run("apt-get", ["update", "-qq"]);
-  say(`installing ${packages.join(", ")} from Debian's packages for ${reason} (first run only, ~1 min for chromium)`);
+  say(`installing ${packages.join(", ")} from Debian's packages for ${reason} (first run only, ~30 s for chromium)`);
   run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...packages]);
 }
 
@@ -121,12 +121,16 @@ function localTool(name: Tool): string | undefined {
   return wrapper;
 }
 
-/** Every folder under `root` holding a shared library (lib*.so*). */
+/**
+ * Every folder under `root` holding a shared library (lib*.so*), but the programs' own folders
+ * (/usr/lib/chromium loads its private libraries itself; they need not reach tmux's shells).
+ */
 function libraryDirs(root: string): string[] {
+  const own = new Set(NAMES.map((name) => dirname(join(root, TOOLS[name].binary))));
   const found: string[] = [];
   const walk = (dir: string) => {
     const entries = readdirSync(dir, { withFileTypes: true });
-    if (entries.some((e) => !e.isDirectory() && /^lib.*\.so(\.|$)/.test(e.name))) found.push(dir);
+    if (!own.has(dir) && entries.some((e) => !e.isDirectory() && /^lib.*\.so(\.|$)/.test(e.name))) found.push(dir);
     for (const e of entries) if (e.isDirectory()) walk(join(dir, e.name));
   };
   if (existsSync(root)) walk(root);
@@ -145,7 +149,7 @@ function main(): void {
     else {
       const install = `sudo apt-get install -y --no-install-recommends ${packages.join(" ")}`;
       if (!has("apt-get") || !has("dpkg-deb")) {
-        throw new Error(`missing ${missing.join(", ")} (for ${reason}); without root, apt-get and dpkg-deb it cannot provide them: install them (\`${install}\`) and run npm test again`);
+        throw new Error(`missing ${missing.join(", ")} (for ${reason}); providing them takes root with apt-get, or apt-get and dpkg-deb: install them (\`${install}\`) and run npm test again`);
       }
       try {
         unpackLocally(packages, reason);
