@@ -1,9 +1,10 @@
 // The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
 import { decode } from "hono/jwt";
-import type { Session, SessionStatus, SignalName } from "../shared/session.js";
+import type { Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
 import { PtyBrokerError } from "./errors.js";
+import { EventStream, type EventsOptions } from "./events.js";
 import { Http } from "./http.js";
-import { type ConnectOptions, Pty, type SocketLike } from "./pty.js";
+import { type ConnectOptions, Pty, type SessionPatch, type SocketLike } from "./pty.js";
 
 export interface PtyBrokerOptions {
   /** The edge's base URL, e.g. `https://ptybroker.example.workers.dev`. */
@@ -30,7 +31,24 @@ export interface CreateOptions {
   id?: string;
   tags?: string[];
   label?: string;
+  /** The most the session may live, in seconds (0: no limit). */
   timeoutSec?: number;
+  /** End it after this many seconds without input or output (0: never). */
+  idleTimeoutSec?: number;
+  /** End it after this many seconds with no client attached (0: never). */
+  detachedTimeoutSec?: number;
+}
+
+export interface ListFilter {
+  status?: SessionStatus;
+  tag?: string;
+}
+
+export interface ListPageOptions extends ListFilter {
+  /** Sessions per page, 1..1000 (the server's default: 100). */
+  limit?: number;
+  /** `nextCursor` of the previous page; omitted for the first. */
+  cursor?: string;
 }
 
 export interface OutputRange {
@@ -88,10 +106,52 @@ export class PtyBroker {
     return this.http.json("GET", this.path(id));
   }
 
-  async list(filter: { status?: SessionStatus; tag?: string } = {}): Promise<Session[]> {
-    const query = new URLSearchParams(Object.entries(filter).filter(([, v]) => v !== undefined) as [string, string][]);
-    const { sessions } = await this.http.json<{ sessions: Session[] }>("GET", `/v1/sessions${query.size ? `?${query}` : ""}`);
-    return sessions;
+  /**
+   * Every session (matching the filter), oldest first: follows `nextCursor` page by page, so
+   * it may take several requests. `pageSize` is the `limit` of each (default 1000, the most).
+   */
+  async list(options: ListFilter & { pageSize?: number } = {}): Promise<Session[]> {
+    const { pageSize = 1000, ...filter } = options;
+    const all: Session[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.listPage({ ...filter, limit: pageSize, cursor });
+      all.push(...page.sessions);
+      if (page.nextCursor === null) return all;
+      if (page.nextCursor === cursor) {
+        throw new PtyBrokerError("INTERNAL", `GET /v1/sessions: the server gave the same cursor twice (${cursor})`);
+      }
+      cursor = page.nextCursor;
+    }
+  }
+
+  /** One page of sessions, oldest first; pass `nextCursor` back as `cursor` until it is null. */
+  async listPage(options: ListPageOptions = {}): Promise<SessionPage> {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(options)) if (value !== undefined) query.set(key, String(value));
+    const page = await this.http.json<Partial<SessionPage>>("GET", `/v1/sessions${query.size ? `?${query}` : ""}`);
+    // A server from before paging answers `{sessions}` alone: everything, in one page.
+    return { sessions: page.sessions ?? [], nextCursor: page.nextCursor ?? null };
+  }
+
+  /**
+   * Changes a session's timers, label or tags (API key only). Timers are whole seconds, 0 = off;
+   * `timeoutSec: n` ends the session n seconds from now. Answers the session as it is now.
+   */
+  update(id: string, patch: SessionPatch): Promise<Session> {
+    return this.http.json("PATCH", this.path(id), patch);
+  }
+
+  /**
+   * The tenant's session lifecycle as it happens (`GET /v1/events`, API key only): an async
+   * iterator of `{id, type, session, at}` and `{type: "gap", from, to}` notices. It reconnects
+   * by itself (backoff with jitter) and resumes after the last id it yielded, so no id comes
+   * twice and none is missed while the server still keeps it. A `break`, `return()` or
+   * `options.signal` ends it and closes the request; errors a retry would repeat (a bad key, a
+   * session token) end it by throwing a `PtyBrokerError`.
+   */
+  events(options: EventsOptions = {}): EventStream {
+    return new EventStream(this.http, options);
   }
 
   /** SIGHUP, then SIGKILL after a grace; answers once the process is gone. */

@@ -14,6 +14,13 @@ Usage:
   ptybroker attach <id> [--from OFFSET | --live]
                                    attach; the earlier output is shown again first
   ptybroker ls [--status S] [--tag T] [--json]
+                                   every session, oldest first (all pages); REASON says why an
+                                   ended session ended
+  ptybroker events [--after ID] [--json]
+                                   the tenant's session lifecycle as it happens, one line each:
+                                   ID TYPE SESSION STATUS [REASON] (--json: the event as JSON);
+                                   reconnects and resumes by itself; --after ID replays what
+                                   came after that event first; Ctrl+C ends it
   ptybroker kill <id> [--purge]    end the process (SIGHUP, then SIGKILL)
   ptybroker logs <id> [--from OFFSET] [--follow]
                                    the output log to stdout; --follow waits for more
@@ -135,14 +142,64 @@ function table(sessions: Session[]): string {
   const rows = sessions.map((s) => [
     s.id,
     s.status === "exited" ? `exited (${s.exitCode ?? s.signal})` : s.status,
+    s.reason ?? "",
     [s.command, ...s.args].join(" "),
     s.createdAt.replace("T", " ").replace(/\.\d+Z$/, "Z"),
     String(s.clients),
     s.label ?? "",
   ]);
-  const header = ["ID", "STATUS", "COMMAND", "CREATED", "CLIENTS", "LABEL"];
+  const header = ["ID", "STATUS", "REASON", "COMMAND", "CREATED", "CLIENTS", "LABEL"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   return [header, ...rows].map((r) => `${r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()}\n`).join("");
+}
+
+async function events(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { after: { type: "string" }, json: { type: "boolean" } },
+  });
+  if (positionals.length) throw new UsageError("events takes no arguments");
+  if (values.after !== undefined && !/^\d+$/.test(values.after)) {
+    throw new UsageError(`--after takes an event id, got ${JSON.stringify(values.after)}`);
+  }
+  const after = values.after === undefined ? undefined : Number(values.after);
+  const note = (text: string) => process.stderr.write(`[ptybroker: ${text}]\n`);
+  // Ctrl+C (or a reader that went away: `ptybroker events | head`) ends it, as a success.
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") stop.abort();
+  });
+  let watching = false;
+  let lostAt: number | undefined;
+  const stream = broker().events({
+    after,
+    signal: stop.signal,
+    onState: (state, error) => {
+      if (state === "open") {
+        if (!watching) note(after === undefined ? "watching events" : `watching events after ${after}`);
+        else if (lostAt !== undefined) note(`reconnected after ${Date.now() - lostAt} ms`);
+        watching = true;
+        lostAt = undefined;
+      } else if (error && state !== "closed" && lostAt === undefined) {
+        lostAt = Date.now();
+        note(`${watching ? "connection lost" : "cannot connect"} (${error.message}); retrying…`);
+      }
+    },
+  });
+  for await (const event of stream) {
+    if (stop.signal.aborted) break;
+    if (values.json) await write(new TextEncoder().encode(`${JSON.stringify(event)}\n`));
+    else if (event.type === "gap") note(`events ${event.from}..${event.to - 1} are no longer kept`);
+    else {
+      const { id, status, reason } = event.session;
+      await write(new TextEncoder().encode(`${[event.id, event.type, id, status, reason ?? ""].join(" ").trimEnd()}\n`));
+    }
+  }
+  return 0;
 }
 
 async function kill(args: string[]): Promise<number> {
@@ -178,10 +235,16 @@ async function logs(args: string[]): Promise<number> {
   return 0;
 }
 
-/** Writes to stdout, waiting when the pipe is full. */
+/** Writes to stdout, waiting when the pipe is full (or until it fails or closes). */
 function write(bytes: Uint8Array): Promise<void> {
   if (process.stdout.write(bytes)) return Promise.resolve();
-  return new Promise((resolve) => process.stdout.once("drain", () => resolve()));
+  return new Promise((resolve) => {
+    const done = () => {
+      for (const event of ["drain", "error", "close"]) process.stdout.off(event, done);
+      resolve();
+    };
+    for (const event of ["drain", "error", "close"]) process.stdout.once(event, done);
+  });
 }
 
 async function share(args: string[]): Promise<number> {
@@ -221,6 +284,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   run,
   attach: attachCommand,
   ls,
+  events,
   kill,
   logs,
   share,

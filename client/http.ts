@@ -34,8 +34,14 @@ export class Http {
   }
 
   /** A call whose answer is read by the caller (2xx only; anything else throws). */
-  async send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
-    const headers: Record<string, string> = { authorization: this.bearer };
+  async send(
+    method: string,
+    path: string,
+    body?: unknown,
+    options: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
+    const { signal } = options;
+    const headers: Record<string, string> = { ...options.headers, authorization: this.bearer };
     if (body !== undefined) headers["content-type"] = "application/json";
     let res: Response;
     try {

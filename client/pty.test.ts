@@ -138,10 +138,10 @@ describe("Pty offsets", () => {
 
   it("ends on 4010 after exit, and on 4004 with NOT_FOUND, without reconnecting", async () => {
     const a = await attached();
-    a.sockets[0].json({ type: "exit", status: "exited", exitCode: 2, signal: null, offset: 0 });
+    a.sockets[0].json({ type: "exit", status: "exited", exitCode: 2, signal: null, reason: "exit", offset: 0 });
     a.sockets[0].close(4010);
     expect(a.pty.state).toBe("closed");
-    expect(await a.pty.wait()).toEqual({ status: "exited", exitCode: 2, signal: null, offset: 0 });
+    expect(await a.pty.wait()).toEqual({ status: "exited", exitCode: 2, signal: null, reason: "exit", offset: 0 });
 
     const b = await attached();
     const errors: string[] = [];

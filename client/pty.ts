@@ -38,6 +38,18 @@ export interface ConnectOptions {
   connectTimeoutMs?: number;
 }
 
+/** What `update()` may change (`PATCH /v1/sessions/:id`); at least one field. */
+export interface SessionPatch {
+  /** The most the session may live from now, in seconds (0: no limit); sets `expiresAt`. */
+  timeoutSec?: number;
+  /** End it after this many seconds without input or output (0: never). */
+  idleTimeoutSec?: number;
+  /** End it after this many seconds with no client attached (0: never). */
+  detachedTimeoutSec?: number;
+  label?: string | null;
+  tags?: string[];
+}
+
 /** What a WebSocket must offer: the browser's API, which `ws` implements too. */
 export interface SocketLike {
   binaryType: string;
@@ -178,6 +190,16 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return this.transport.rest<Session>("DELETE", `/v1/sessions/${encodeURIComponent(this.id)}`);
   }
 
+  /**
+   * Changes the session's timers, label or tags (API key only) and answers the session as it is
+   * now, which `pty.session` then holds.
+   */
+  async update(patch: SessionPatch): Promise<Session> {
+    const session = await this.transport.rest<Session>("PATCH", `/v1/sessions/${encodeURIComponent(this.id)}`, patch);
+    this.session = session;
+    return session;
+  }
+
   /** A session token for this session (`viewer` reads, `writer` also types). API key only. */
   async token(role: "viewer" | "writer", options: { ttlSec?: number } = {}): Promise<string> {
     const { token } = await this.transport.rest<{ token: string }>("POST", this.path("tokens"), {
@@ -208,7 +230,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     for (;;) {
       const session = await this.transport.rest<Session>("GET", `${this.path("wait")}?timeoutSec=60`);
       if (session.status === "exited" || session.status === "lost" || session.status === "failed") {
-        return { status: session.status, exitCode: session.exitCode, signal: session.signal, offset: session.offset };
+        const { status, exitCode, signal, reason, offset } = session;
+        return { status, exitCode, signal, reason: reason ?? null, offset };
       }
     }
   }
@@ -352,10 +375,11 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         this.emit("resize", { cols: message.cols, rows: message.rows });
         break;
       case "exit": {
-        const info = {
+        const info: ExitInfo = {
           status: message.status,
           exitCode: message.exitCode,
           signal: message.signal,
+          reason: message.reason ?? null,
           offset: message.offset,
         };
         if (this.session) this.session = { ...this.session, ...info };

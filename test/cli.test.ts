@@ -1,6 +1,6 @@
 // The `ptybroker` CLI in a real terminal: tmux panes driven with send-keys and read with
 // capture-pane, or with pipe-pane where every byte the CLI prints must be checked.
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -219,4 +219,73 @@ describe("ptybroker CLI", () => {
     expect({ differAt, shown: shown.length, head: JSON.stringify(shown.subarray(0, 60).toString("latin1")) }).toEqual({ differAt: logged.length, shown: logged.length, head: JSON.stringify(logged.subarray(0, 60).toString("latin1")) });
     expect(read(notes).match(/reconnected after/g)?.length).toBeGreaterThanOrEqual(4);
   }, 120_000);
+});
+
+describe("ptybroker events", () => {
+  /** `ptybroker events …` as a child process, its output gathered as it comes. */
+  function watch(args: string[]) {
+    const child = spawn("node", [CLI, "events", ...args], {
+      env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: TENANTS.acme },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const got = { out: "", err: "" };
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (got.out += text));
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (got.err += text));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once("exit", (code, signal) => resolve([code, signal])),
+    );
+    return {
+      child,
+      got,
+      exited,
+      /** Complete lines printed so far. */
+      lines: () => got.out.split("\n").slice(0, -1),
+      stop: () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      },
+    };
+  }
+
+  it("--json prints the created event of a session created after it started; --after replays it; Ctrl+C exits 0", async () => {
+    const json = watch(["--json"]);
+    try {
+      await until(() => json.got.err.includes("[ptybroker: watching events]"), 15_000, "the CLI watching").catch(
+        (error: Error) => {
+          throw new Error(`${error.message}\nstderr: ${json.got.err}`);
+        },
+      );
+      const s = await api.create({ command: "/bin/true", label: "cli-events" });
+      sessions.push(s.id);
+      const created = await until(
+        () => json.lines().map((l) => JSON.parse(l)).find((e) => e.type === "session.created" && e.session.id === s.id),
+        15_000,
+        "the created event printed",
+      );
+      expect(Object.keys(created).sort()).toEqual(["at", "id", "session", "type"]);
+      expect(Number.isSafeInteger(created.id)).toBe(true);
+      expect(new Date(created.at).toISOString()).toBe(created.at);
+      expect(created.session).toMatchObject({ id: s.id, command: "/bin/true", args: [], label: "cli-events" });
+      // Every line is one event, ids one after another from the first.
+      const ids = json.lines().map((l) => JSON.parse(l).id);
+      expect(ids).toEqual(ids.map((_, i) => ids[0] + i));
+
+      // The plain form, resumed from just before it: the same event, as `ID TYPE SESSION STATUS`.
+      const plain = watch(["--after", String(created.id - 1)]);
+      try {
+        await until(() => plain.lines().length > 0, 15_000, "the replayed event printed");
+        expect(plain.lines()[0]).toBe(`${created.id} session.created ${s.id} ${created.session.status}`);
+        plain.child.kill("SIGINT");
+        expect(await plain.exited).toEqual([0, null]);
+        expect(plain.got.err).toBe(`[ptybroker: watching events after ${created.id - 1}]\n`);
+      } finally {
+        plain.stop();
+      }
+
+      json.child.kill("SIGINT"); // Ctrl+C
+      expect(await json.exited).toEqual([0, null]);
+      expect(json.got.err).toBe("[ptybroker: watching events]\n");
+    } finally {
+      json.stop();
+    }
+  });
 });

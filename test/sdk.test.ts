@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { type ConnectionState, type Pty, PtyBroker, PtyBrokerError } from "../client/index.js";
+import { type BrokerEvent, type ConnectionState, type Pty, PtyBroker, PtyBrokerError } from "../client/index.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, line, sha256, until } from "./harness.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
@@ -86,7 +86,7 @@ describe("SDK", () => {
 
     await pty.sendInput("exit 3\n");
     // wait() says where output ends: the SDK has every byte below it.
-    expect(await pty.wait()).toEqual({ status: "exited", exitCode: 3, signal: null, offset: pty.offset });
+    expect(await pty.wait()).toEqual({ status: "exited", exitCode: 3, signal: null, reason: "exit", offset: pty.offset });
     await until(() => pty.state === "closed", 10_000, "closed after exit");
     // Every byte arrived once, in order: the pieces line up and add up to the session's offset.
     const session = await broker.get(pty.id);
@@ -123,7 +123,13 @@ describe("SDK", () => {
     const all = Buffer.concat(seen).toString("utf8");
     expect(all).toMatch(line("42-iter"));
     expect(all).not.toMatch(line("after-sleep"));
-    expect(await watching.wait()).toEqual({ status: "exited", exitCode: null, signal: "SIGHUP", offset: watching.offset });
+    expect(await watching.wait()).toEqual({
+      status: "exited",
+      exitCode: null,
+      signal: "SIGHUP",
+      reason: "deleted",
+      offset: watching.offset,
+    });
   });
 
   it("typed errors carry the API's code", async () => {
@@ -207,5 +213,157 @@ describe("SDK", () => {
     const result = JSON.parse(stdout);
     sessions.push(result.id);
     expect(result).toMatchObject({ exit: { status: "exited", exitCode: 4, signal: null }, sawAnswer: true });
+  });
+});
+
+describe("SDK: lifecycle events, paging, update", () => {
+  it("events() sees created → exited → deleted in order, and resumes across a dead network without a repeat or a miss", async () => {
+    const proxy = await startProxy(Number(new URL(url).port));
+    proxies.push(proxy);
+    // Only the event stream goes through the proxy; everything else goes straight to the edge.
+    // Each request's AbortSignal is kept: aborting it is how fetch closes a request.
+    const requests: AbortSignal[] = [];
+    const viaProxy = new PtyBroker({
+      url: proxy.url,
+      apiKey: TENANTS.acme,
+      fetch: (input, init) => {
+        if (init?.signal) requests.push(init.signal);
+        return fetch(input, init);
+      },
+    });
+    const states: ConnectionState[] = [];
+    const stream = viaProxy.events({ reconnect: { baseMs: 50, maxMs: 500 }, onState: (s) => states.push(s) });
+    const seen: BrokerEvent[] = [];
+    let id = "";
+    const reading = (async () => {
+      for await (const event of stream) {
+        seen.push(event);
+        if (event.type === "session.deleted" && event.session.id === id) break; // closes the request
+      }
+    })();
+    const mine = () => seen.flatMap((e) => (e.type !== "gap" && e.session.id === id ? [e] : []));
+    await until(() => states.includes("open"), 15_000, "the event stream open");
+
+    const session = await broker.createSession({ ...BASH, label: "sdk-events" });
+    id = session.id;
+    sessions.push(id);
+    await until(() => mine().some((e) => e.type === "session.created"), 15_000, "session.created");
+
+    // The network dies: the stream is reset and every redial refused while the session ends
+    // and is purged; the events of that time come when the network is back.
+    proxy.refuse(true);
+    await until(() => states.includes("reconnecting"), 15_000, "the stream noticed the drop");
+    await api.input(id, "exit 5\n");
+    expect(await broker.wait(id, { timeoutSec: 30 })).toMatchObject({ status: "exited", exitCode: 5, reason: "exit" });
+    await api.destroy(id);
+    await expect(broker.get(id)).rejects.toMatchObject({ code: "NOT_FOUND" });
+    expect(mine().map((e) => e.type)).not.toContain("session.exited");
+    proxy.refuse(false);
+    await reading; // ends at this session's session.deleted
+
+    const types = mine().map((e) => e.type);
+    expect(types.filter((t) => t !== "session.updated")).toEqual(["session.created", "session.exited", "session.deleted"]);
+    expect(types.slice(1, -2).every((t) => t === "session.updated")).toBe(true);
+    expect(mine().find((e) => e.type === "session.exited")?.session).toMatchObject({
+      id,
+      status: "exited",
+      exitCode: 5,
+      reason: "exit",
+    });
+    // Every id once and none missed: the tenant's ids grow by one per event, with no gap.
+    expect(seen.filter((e) => e.type === "gap")).toEqual([]);
+    const ids = seen.map((e) => (e.type === "gap" ? -1 : e.id));
+    expect(ids).toEqual(ids.map((_, i) => ids[0] + i));
+    expect(states[0]).toBe("connecting");
+    expect(states.at(-1)).toBe("closed");
+    expect(states.filter((s) => s === "open").length).toBeGreaterThanOrEqual(2);
+    // One request per connection attempt, each closed: the dropped ones on the drop, the last
+    // one by the `break`.
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    expect(requests.filter((signal) => !signal.aborted)).toEqual([]);
+  });
+
+  it("events(): an AbortSignal ends a waiting iterator; a bad key or a session token ends it with the API's error", async () => {
+    const stop = new AbortController();
+    const states: ConnectionState[] = [];
+    const requests: AbortSignal[] = [];
+    const watching = new PtyBroker({
+      url,
+      apiKey: TENANTS.acme,
+      fetch: (input, init) => {
+        if (init?.signal) requests.push(init.signal);
+        return fetch(input, init);
+      },
+    });
+    const stream = watching.events({ signal: stop.signal, onState: (s) => states.push(s) });
+    const pending = stream.next();
+    await until(() => states.includes("open"), 15_000, "the event stream open");
+    stop.abort();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+    expect(states).toEqual(["connecting", "open", "closed"]);
+    expect(requests.map((signal) => signal.aborted)).toEqual([true]);
+
+    await expect(new PtyBroker({ url, apiKey: "wrong" }).events().next()).rejects.toMatchObject({
+      code: "UNAUTHORIZED",
+      status: 401,
+    });
+    const pty = await track(broker.create(BASH));
+    const token = await pty.token("writer", { ttlSec: 60 });
+    await expect(new PtyBroker({ url, token }).events().next()).rejects.toMatchObject({ code: "FORBIDDEN", status: 403 });
+  });
+
+  it("list() follows nextCursor: 23 tagged sessions in pages of 10, each once, in creation order", async () => {
+    const tag = `sdk-page-${process.pid}-${Date.now()}`;
+    const created: string[] = [];
+    for (let i = 0; i < 23; i++) {
+      const s = await broker.createSession({ command: "/bin/true", tags: [tag] });
+      created.push(s.id);
+      sessions.push(s.id);
+    }
+    const requests: string[] = [];
+    const counting = new PtyBroker({
+      url,
+      apiKey: TENANTS.acme,
+      fetch: (input, init) => {
+        requests.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    expect((await counting.list({ tag, pageSize: 10 })).map((s) => s.id)).toEqual(created);
+    expect(requests.map((r) => new URL(r).searchParams.get("limit"))).toEqual(["10", "10", "10"]);
+    expect(requests.map((r) => new URL(r).searchParams.has("cursor"))).toEqual([false, true, true]);
+
+    // The same pages by hand.
+    const first = await broker.listPage({ tag, limit: 10 });
+    expect(first.sessions.map((s) => s.id)).toEqual(created.slice(0, 10));
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await broker.listPage({ tag, limit: 10, cursor: first.nextCursor ?? undefined });
+    expect(second.sessions.map((s) => s.id)).toEqual(created.slice(10, 20));
+    const third = await broker.listPage({ tag, limit: 10, cursor: second.nextCursor ?? undefined });
+    expect(third).toEqual({ sessions: expect.any(Array), nextCursor: null });
+    expect(third.sessions.map((s) => s.id)).toEqual(created.slice(20));
+    // And in one page, the default page size of list().
+    expect((await broker.list({ tag })).map((s) => s.id)).toEqual(created);
+  });
+
+  it("update() changes timers, label and tags; pty.update() keeps pty.session", async () => {
+    const pty = await track(broker.create({ ...BASH, label: "before" }));
+    const updated = await pty.update({ label: "after", tags: ["sdk-update"], idleTimeoutSec: 600, detachedTimeoutSec: 900 });
+    expect(updated).toMatchObject({ id: pty.id, label: "after", tags: ["sdk-update"], idleTimeoutSec: 600, detachedTimeoutSec: 900 });
+    expect(pty.session).toEqual(updated);
+
+    const before = Date.now();
+    const limited = await broker.update(pty.id, { timeoutSec: 120 });
+    const after = Date.now();
+    expect(limited.timeoutSec).toBe(120);
+    const expiresAt = Date.parse(limited.expiresAt ?? "");
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 120_000 - 1000); // the server's clock, to the second
+    expect(expiresAt).toBeLessThanOrEqual(after + 120_000 + 1000);
+    expect(await broker.update(pty.id, { timeoutSec: 0, label: null })).toMatchObject({ timeoutSec: 0, expiresAt: null, label: null });
+    expect(await broker.get(pty.id)).toMatchObject({ label: null, tags: ["sdk-update"], timeoutSec: 0, expiresAt: null });
+
+    const writer = new PtyBroker({ url, token: await pty.token("writer", { ttlSec: 60 }) });
+    await expect(writer.update(pty.id, { label: "nope" })).rejects.toMatchObject({ code: "FORBIDDEN", status: 403 });
   });
 });

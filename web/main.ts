@@ -6,7 +6,7 @@
 import "@xterm/xterm/css/xterm.css";
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
-import { type Pty, PtyBroker, PtyBrokerError, type Session } from "../client/index.js";
+import { type EndReason, type Pty, PtyBroker, PtyBrokerError, type Session } from "../client/index.js";
 
 type Mode = "signin" | "owner" | "share";
 
@@ -90,6 +90,18 @@ function exitText(status: string, exitCode: number | null, signal: string | null
   if (status !== "exited") return status; // lost, failed
   return exitCode !== null ? `exited (code ${exitCode})` : `exited (${signal ?? "signal"})`;
 }
+
+/** Why an ended session ended, in the list's tooltip. */
+const REASON_TEXT: Record<EndReason, string> = {
+  exit: "the process ended",
+  deleted: "killed",
+  timeout: "its time limit passed",
+  idle: "idle too long",
+  detached: "no client attached for too long",
+  drain: "its runner shut down",
+  runner_lost: "its runner was lost",
+  failed: "the session failed",
+};
 
 function isEnded(session: Session): boolean {
   return session.status === "exited" || session.status === "lost" || session.status === "failed";
@@ -268,7 +280,8 @@ function render(sessions: Session[]): void {
     row.dataset.status = s.status;
     cell(row, "id", s.id);
     cell(row, "label", s.label ?? "");
-    cell(row, "status", s.status === "exited" ? exitText(s.status, s.exitCode, s.signal) : s.status);
+    const status = cell(row, "status", s.status === "exited" ? exitText(s.status, s.exitCode, s.signal) : s.status);
+    if (s.reason) status.title = `${status.textContent ?? ""}: ${REASON_TEXT[s.reason] ?? s.reason}`;
     cell(row, "created", shortTime(s.createdAt)).title = s.createdAt;
     const actions = cell(row, "actions", "");
     actions.append(button("attach", "attach", () => attachTo(s.id)));
@@ -277,6 +290,7 @@ function render(sessions: Session[]): void {
   markAttached();
 }
 
+/** Every session: `list()` follows the API's `nextCursor` through all pages. */
 async function refresh(): Promise<void> {
   if (mode !== "owner" || !broker) return;
   render(await broker.list());
