@@ -81,10 +81,14 @@ describe("SESSION_RETAIN_SEC", () => {
     await until(async () => (await api.get(old.id)).offset > 0, 10_000, "the old session's output");
     const oldOutput = await fetchOutput(api, old.id, 0);
     expect(oldOutput.bytes.toString("utf8")).toContain("old-marker-1234");
-    const oldStreams = await until(async () => {
-      const keys = await streamsOf(old.id);
-      return keys.length > 0 && keys;
-    }, 10_000, "the old session's Redis stream");
+    const oldStreams: string[] = await until(
+      async () => {
+        const keys = await streamsOf(old.id);
+        return keys.length > 0 ? keys : undefined;
+      },
+      10_000,
+      "the old session's Redis stream",
+    );
     expect(oldStreams).toHaveLength(1);
     const oldIncarnation = incarnationOf(oldStreams[0]);
     const viewer = await api.request("POST", `/v1/sessions/${old.id}/tokens`, { role: "viewer" });
