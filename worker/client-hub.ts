@@ -378,6 +378,11 @@ export class ClientHub {
       const cursor = live ? offset : (att?.cursor ?? offset);
       sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true, att?.owner ?? false);
       sub.closed = att?.cut ?? false;
+      // A socket whose close is under way (its close handler is running) is not restored.
+      if (ws.readyState !== WebSocket.OPEN) {
+        sub.closed = true;
+        return sub;
+      }
       this.sockets.set(ws, sub);
       log.warn("client.restored", { key: this.port.keyForLog(), live, cursor, offset });
       if (!live && !sub.closed) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });

@@ -127,7 +127,6 @@ export class SessionRecord {
     Object.assign(stored.record, patch, { status });
     if (isTerminal(status)) {
       stored.record.exitedAt = new Date(now).toISOString();
-      stored.record.expiresAt = null;
       stored.ending = undefined;
       this.storeOffset();
     }
