@@ -248,6 +248,7 @@ describe("SDK: lifecycle events, paging, update", () => {
     id = session.id;
     sessions.push(id);
     await until(() => mine().some((e) => e.type === "session.created"), 15_000, "session.created");
+    await until(async () => (await api.get(id)).status === "running", 15_000, "the shell running");
 
     // The network dies: the stream is reset and every redial refused while the session ends
     // and is purged; the events of that time come when the network is back.
