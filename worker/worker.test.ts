@@ -85,6 +85,24 @@ describe("edge Worker in workerd", () => {
     expect(await ids(null)).toEqual(["a:exited", "c:starting"]);
   });
 
+  it("lets DELETE clear an index row whose create was cut short, freeing its id and quota slot", async () => {
+    // Two rows reserved by creates that never reached their session object (a restart mid-create).
+    const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("globex"));
+    expect(await tenant.reserve("cut-1", "2026-01-01T00:00:00.000Z", [], 2)).toEqual({ ok: true });
+    expect(await tenant.reserve("cut-2", "2026-01-01T00:00:00.000Z", [], 2)).toEqual({ ok: true });
+    const blocked = await call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id: "next" }) });
+    expect(blocked.status).toBe(429);
+    const taken = await call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id: "cut-1" }) });
+    expect(taken.status).toBe(409);
+    for (const id of ["cut-1", "cut-2"]) {
+      const res = await call(`/v1/sessions/${id}?purge=true`, { method: "DELETE", key: "globex-key" });
+      expect(res.status).toBe(404);
+    }
+    // The slots and the id are free again: the create now gets as far as placement (no runner here).
+    const again = await call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id: "cut-1" }) });
+    expect(again.status).toBe(503);
+  });
+
   it("refuses runner sockets without RUNNER_TOKEN with plain HTTP 401", async () => {
     const res = await call("/internal/runners/connect", { key: "acme-key", headers: { upgrade: "websocket" } });
     expect(res.status).toBe(401);
