@@ -8,6 +8,8 @@ import type { RunnerConfig } from "./config.js";
 import { CONTROL_PATH, edgeSocketUrl } from "./link-url.js";
 
 const HEARTBEAT_MS = 10_000;
+/** How long stop() waits for the edge's answer to its close frame. */
+const CLOSE_WAIT_MS = 2000;
 
 export interface ControlHandlers {
   onMessage(message: PoolMessage): void;
@@ -45,7 +47,12 @@ export class ControlLink {
     const socket = this.socket;
     if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve();
     return new Promise((resolve) => {
-      socket.once("close", () => resolve());
+      // An edge that never answers the close (a half-open connection) is not waited for.
+      const cut = setTimeout(() => socket.terminate(), CLOSE_WAIT_MS);
+      socket.once("close", () => {
+        clearTimeout(cut);
+        resolve();
+      });
       socket.close(1001, "runner stopping");
     });
   }

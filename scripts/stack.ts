@@ -34,13 +34,26 @@ export interface ManagedProcess {
   output(): string;
   /** Resolves when the process has exited. */
   readonly exited: Promise<number | null>;
-  /** SIGTERM to the process group we started, SIGKILL after `graceMs`. */
+  /** The stop signal (SIGTERM unless said otherwise) to the process group we started, SIGKILL after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
   kill(signal: NodeJS.Signals): void;
 }
 
+export interface StopOptions {
+  /** What `stop()` sends first. Default SIGTERM. */
+  signal?: NodeJS.Signals;
+  /** `stop()`'s default wait before SIGKILL. Default 5000 ms. */
+  graceMs?: number;
+}
+
 /** Spawns `command` as the leader of a new process group, so stopping it stops its children. */
-export function manage(command: string, args: string[], env: NodeJS.ProcessEnv, echo = false): ManagedProcess {
+export function manage(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  echo = false,
+  stopping: StopOptions = {},
+): ManagedProcess {
   const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   if (child.pid === undefined) throw new Error(`could not start ${command}`);
   const pid = child.pid;
@@ -70,9 +83,9 @@ export function manage(command: string, args: string[], env: NodeJS.ProcessEnv, 
     output: () => log,
     exited,
     kill: signalGroup,
-    async stop(graceMs = 5000) {
+    async stop(graceMs = stopping.graceMs ?? 5000) {
       if (!alive) return signalGroup("SIGKILL"); // leftovers of the group, if any
-      signalGroup("SIGTERM");
+      signalGroup(stopping.signal ?? "SIGTERM");
       const timer = setTimeout(() => signalGroup("SIGKILL"), graceMs);
       await exited;
       clearTimeout(timer);
@@ -181,6 +194,12 @@ export interface RunnerOptions {
   echo?: boolean;
 }
 
+/**
+ * A runner process. Its `stop()` sends SIGINT, not SIGTERM: a runner drains on SIGTERM for up to
+ * RUNNER_DRAIN_SEC (300 s by default), while SIGINT ends its sessions at once (SIGHUP, SIGKILL
+ * after 2 s, reason drain) and exits once their exits reached the edge, within 2 s + 5 s when the
+ * edge does not answer (runner/drain.ts); hence the 10 s before SIGKILL. To drain, send SIGTERM.
+ */
 export function startRunner(options: RunnerOptions): ManagedProcess {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -190,7 +209,10 @@ export function startRunner(options: RunnerOptions): ManagedProcess {
     ...(options.runnerId ? { RUNNER_ID: options.runnerId } : {}),
     ...options.env,
   };
-  return manage(process.execPath, ["--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo);
+  return manage(process.execPath, ["--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo, {
+    signal: "SIGINT",
+    graceMs: 10_000,
+  });
 }
 
 /** Resolves once `count` runners have registered with the edge at `url`; rejects at the deadline. */

@@ -39,6 +39,7 @@ async function stop(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   console.log("\nstopping …");
+  // SIGINT (stack.ts): the runner ends its sessions at once instead of draining them.
   await runner.stop();
   await edge.stop();
   process.exit(code);
