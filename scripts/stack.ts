@@ -171,7 +171,15 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const proc = manage(
     process.execPath,
     args,
-    { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true" },
+    {
+      // Miniflare fetches `Request.cf` (workers.cloudflare.com/cf.json) at every start and reload,
+      // and offline prints a warning with a stack trace each time. Nothing here reads request.cf:
+      // its built-in placeholder does. CLOUDFLARE_CF_FETCH_ENABLED=true in the environment fetches.
+      CLOUDFLARE_CF_FETCH_ENABLED: "false",
+      ...process.env,
+      WRANGLER_SEND_METRICS: "false",
+      CI: "true",
+    },
     options.echo,
   );
   void proc.exited.then(() => rmSync(scratch, { recursive: true, force: true }));
