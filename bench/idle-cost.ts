@@ -1,7 +1,8 @@
 // What an idle session costs the edge: how often its Durable Object is woken (constructed or
 // its alarm run) while nothing happens in it. Counted from the edge's `session.wake` debug
 // events over a quiet window, for sessions with no timer set and for sessions whose timers
-// are set far in the future (neither should wake on a schedule).
+// are set far in the future (neither should wake on a schedule). A control session whose idle
+// timer fires inside the window must be counted, or the count is not seeing the edge's logs.
 import type { Edge } from "../scripts/stack.js";
 import type { BenchStack } from "./stack.js";
 import { until } from "../test/harness.js";
@@ -59,11 +60,21 @@ export async function measureIdleCost(stack: BenchStack, options: { sessions: nu
     const list = await stack.api.request("GET", "/v1/sessions?status=running&limit=1000");
     return list.body.sessions.length >= options.sessions * 2;
   }, 60_000, "every idle session running");
+  const control = await stack.api.create({
+    command: "/bin/sh",
+    args: ["-c", "exec sleep 3600"],
+    idleTimeoutSec: Math.max(1, Math.floor(options.windowSec / 3)),
+  });
   options.progress(`${options.sessions * 2} idle sessions; counting wake-ups for ${options.windowSec} s`);
   const counter = countWakes(stack.edge);
   const end = Date.now() + options.windowSec * 1000;
   await until(() => Date.now() >= end, options.windowSec * 1000 + 5000, "the quiet window");
   const counts = counter.stop();
+  const controlWakes = counts.get(control.id) ?? 0;
+  const controlEnded = await stack.api.get(control.id);
+  if (controlWakes === 0 || controlEnded.reason !== "idle") {
+    throw new Error(`the wake-up count saw no wake-up of the control session (reason ${controlEnded.reason}): are the edge's logs hidden?`);
+  }
   const perHour = (n: number) => (n / options.sessions) * (3600 / options.windowSec);
   const result = {
     sessions: options.sessions,
@@ -71,6 +82,6 @@ export async function measureIdleCost(stack: BenchStack, options: { sessions: nu
     noTimerPerHour: perHour(sum(counts, plain)),
     farTimersPerHour: perHour(sum(counts, timed)),
   };
-  for (const id of [...plain, ...timed]) await stack.api.destroy(id);
+  for (const id of [...plain, ...timed, control.id]) await stack.api.destroy(id);
   return result;
 }

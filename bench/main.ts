@@ -268,7 +268,7 @@ try {
 
 // Row 8 on a stack of its own, at LOG_LEVEL=debug: the edge says each time it wakes a session.
 if (wanted(8)) {
-  const quiet = await startBenchStack({ vars: { LOG_LEVEL: "debug" } });
+  const quiet = await startBenchStack({ vars: { LOG_LEVEL: "debug" }, workerLogs: true });
   try {
     const r = await measureIdleCost(quiet, {
       sessions: quick ? 10 : 25,

@@ -26,6 +26,8 @@ export interface BenchStackOptions {
   vars?: Record<string, string>;
   /** Runner environment (capacity, coalescing, flow control). */
   runnerEnv?: Record<string, string>;
+  /** Let the Worker's own log lines through (wrangler hides console.log at its default `warn`). */
+  workerLogs?: boolean;
 }
 
 export async function startBenchStack(options: BenchStackOptions = {}): Promise<BenchStack> {
@@ -38,6 +40,7 @@ export async function startBenchStack(options: BenchStackOptions = {}): Promise<
       apiKeys: `bench:${BENCH_KEY}`,
       runnerToken,
       vars: { MAX_CREATES_PER_MINUTE: "100000", ...options.vars },
+      ...(options.workerLogs ? { wranglerLogLevel: "log" as const } : {}),
     });
     runner = startRunner({
       brokerUrl: edge.url,

@@ -124,6 +124,8 @@ export interface EdgeOptions {
   vars?: Record<string, string>;
   /** Folder for Durable Object storage; a fresh temporary one by default. */
   persistTo?: string;
+  /** wrangler's own log level: at `warn` (the default) it hides what the Worker prints with console.log. */
+  wranglerLogLevel?: "warn" | "log" | "debug";
   echo?: boolean;
 }
 
@@ -164,7 +166,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     options.persistTo ?? join(scratch, "state"),
     "--show-interactive-dev-session=false",
     "--log-level",
-    "warn",
+    options.wranglerLogLevel ?? "warn",
     // `--var` wins over wrangler.toml's [vars]; values from --env-file do not.
     ...Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
   ];
