@@ -103,6 +103,48 @@ describe("edge Worker in workerd", () => {
     expect(again.status).toBe(503);
   });
 
+  it("keeps the newest events for resuming and says `gap` for ids it no longer has", async () => {
+    const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("acme-events"));
+    const session = { ...({} as Session), id: "e", status: "exited" as SessionStatus };
+    for (let i = 0; i < 2005; i++) await tenant.forget("e", session);
+    /** The stream's text up to and including the event with id `last`. */
+    const readUntil = async (after: string | null, last: number): Promise<string> => {
+      const headers = new Headers(after === null ? {} : { "x-ptyb-after": after });
+      const res = await tenant.fetch(new Request("https://tenant/events", { headers }));
+      expect(res.headers.get("content-type")).toBe("text/event-stream");
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
+      let text = "";
+      while (!text.includes(`id: ${last}\n`)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before id ${last}`);
+        text += decoder.decode(value, { stream: true });
+      }
+      await reader.cancel();
+      return text;
+    };
+    const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    // 2,000 kept: ids 6..2005. A resume from 1 hears that 2..5 are gone, then gets 6..2005 in order.
+    const fromOne = await readUntil("1", 2005);
+    expect(fromOne.indexOf('event: gap\ndata: {"from":2,"to":6}\n\n')).toBeGreaterThanOrEqual(0);
+    expect(fromOne.indexOf("event: gap")).toBeLessThan(fromOne.indexOf("id: 6\n"));
+    expect(ids(fromOne)).toEqual(Array.from({ length: 2000 }, (_, i) => i + 6));
+    // From 5 nothing is missing: no gap, the same events.
+    const fromFive = await readUntil("5", 2005);
+    expect(fromFive).not.toContain("event: gap");
+    expect(ids(fromFive)).toEqual(ids(fromOne));
+    // From the newest id: nothing but what comes next.
+    const live = tenant.fetch(new Request("https://tenant/events", { headers: { "x-ptyb-after": "2005" } }));
+    const res = await live;
+    await tenant.forget("e", session);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let text = "";
+    while (!text.includes("id: 2006\n")) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    expect(ids(text)).toEqual([2006]);
+    expect(text).toContain('"type":"session.deleted"');
+  });
+
   it("refuses runner sockets without RUNNER_TOKEN with plain HTTP 401", async () => {
     const res = await call("/internal/runners/connect", { key: "acme-key", headers: { upgrade: "websocket" } });
     expect(res.status).toBe(401);
