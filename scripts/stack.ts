@@ -207,8 +207,10 @@ export interface RunnerOptions {
 /**
  * A runner process. Its `stop()` sends SIGINT, not SIGTERM: a runner drains on SIGTERM for up to
  * RUNNER_DRAIN_SEC (300 s by default), while SIGINT ends its sessions at once (SIGHUP, SIGKILL
- * after 2 s, reason drain) and exits once their exits reached the edge, within 2 s + 5 s when the
- * edge does not answer (runner/drain.ts); hence the 10 s before SIGKILL. To drain, send SIGTERM.
+ * after 2 s, reason drain) and exits once their exits reached the edge: at once (66 ms with a
+ * shell), or after 2 s + 5 s and a 2 s close of its control socket when the edge does not answer
+ * (runner/drain.ts; 9.1 s measured with the edge stopped); hence 15 s before SIGKILL. To drain,
+ * send SIGTERM.
  */
 export function startRunner(options: RunnerOptions): ManagedProcess {
   const env: NodeJS.ProcessEnv = {
@@ -221,7 +223,7 @@ export function startRunner(options: RunnerOptions): ManagedProcess {
   };
   return manage(process.execPath, ["--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo, {
     signal: "SIGINT",
-    graceMs: 10_000,
+    graceMs: 15_000,
   });
 }
 
