@@ -111,6 +111,7 @@ describe("replay by offset", () => {
       status: "exited",
       exitCode: 4,
       signal: null,
+      reason: "exit",
       offset: Number(second.lastEventId),
     });
     expect(second.events.filter((e) => e.event === "gap")).toEqual([]);
