@@ -15,6 +15,8 @@ export interface ControlHandlers {
   onMessage(message: PoolMessage): void;
   /** Keys of the sessions hosted now, re-announced on every (re)connect. */
   hostedSessions(): string[];
+  /** Whether the runner is draining: said in every register, so a reconnect never reopens it to placements. */
+  draining?(): boolean;
   onRegistered?(): void;
 }
 
@@ -73,6 +75,7 @@ export class ControlLink {
         runnerId: this.config.runnerId,
         capacity: this.config.capacity,
         sessions: this.handlers.hostedSessions(),
+        ...(this.handlers.draining?.() ? { draining: true } : {}),
         ...(this.config.tenants ? { tenants: this.config.tenants } : {}),
       });
       log.info("control.registered", { runnerId: this.config.runnerId, url });

@@ -33,10 +33,8 @@ outputLog.onMaybeLost?.(() => {
 
 const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],
-  // A drain goes on across control reconnects: the pool hears it again after every register.
-  onRegistered: () => {
-    if (drain.draining) control.send({ type: "draining" });
-  },
+  // A drain goes on across control reconnects: every register says so.
+  draining: () => drain.draining,
   onMessage(message) {
     switch (message.type) {
       case "spawn": {

@@ -228,6 +228,8 @@ export const RunnerControlMessage = z.discriminatedUnion("type", [
     sessions: z.array(z.string()),
     /** the only tenants whose sessions this runner takes (a per-tenant OS boundary); absent = any */
     tenants: z.array(z.string().min(1).max(64)).max(1000).optional(),
+    /** the runner is draining (a reconnect during a drain): place nothing on it */
+    draining: z.boolean().optional(),
   }),
   z.object({ type: z.literal("released"), key: z.string() }),
   /** the runner is shutting down (SIGTERM): place nothing more on it; its sessions go on until it ends them */

@@ -35,6 +35,10 @@ export type { CreateRequest, SessionPatch } from "./session-record.js";
 
 type StartOutcome = "started" | "failed" | "timeout";
 
+/** A retention purge that could not reach a runner or the tenant tries again this much later, this many times. */
+const PURGE_RETRY_MS = 60_000;
+const PURGE_TRIES = 10;
+
 /** A host link silent (no heartbeat, no frame) this long is taken for dead when its runner's control socket is too. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
@@ -249,20 +253,34 @@ export class PtySession extends DurableObject<Env> {
     await this.onHostLinkGone(1001);
   }
 
-  /** Everything the session stored goes: record, object storage, index entry and log. */
-  private async purge(): Promise<void> {
+  /**
+   * Everything the session stored goes: record, object storage, index entry and log. The
+   * retention purge is `patient`: while no runner can drop the log or the tenant cannot take
+   * the news, it tries again later (PURGE_RETRY_MS, PURGE_TRIES times) rather than leave a log
+   * or an index row behind; DELETE ?purge=true goes ahead at once.
+   */
+  private async purge(patient = false): Promise<void> {
     const stored = this.record.current;
     if (!stored) return;
+    const key = this.record.logKey();
+    const tries = (this.ctx.storage.kv.get<number>("purgeTries") ?? 0) + 1;
+    const later = patient && tries < PURGE_TRIES;
+    const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
+    if (isFailure(sent)) {
+      log.warn("session.purge", { key, outcome: later ? "retry" : "log_kept", tries, reason: sent.failure.message });
+      if (later) return this.purgeLater(tries);
+    }
     const session = this.view();
+    if (!(await this.reports.deleted(session)) && later) return this.purgeLater(tries);
     this.clients.closeAll();
     for (const ws of this.ctx.getWebSockets()) closeQuietly(ws, CloseCode.SessionEnded, "session purged");
-    const key = this.record.logKey();
-    const sent = await poolStub(this.env).dispatch({ type: "purge", key }, stored.tenant, stored.runnerId ?? null);
-    if (isFailure(sent)) log.warn("session.purge", { key, outcome: "log_kept", reason: sent.failure.message });
-    this.reports.deleted(session);
-    await this.reports.settled();
     await this.forgetAll();
     log.info("session.purged", { key });
+  }
+
+  private purgeLater(tries: number): void {
+    this.ctx.storage.kv.put("purgeTries", tries);
+    this.timers.set("purge", Date.now() + PURGE_RETRY_MS);
   }
 
   /** Memory and storage both forget the session (purged, or never placed). */
@@ -332,7 +350,7 @@ export class PtySession extends DurableObject<Env> {
     if (!status) return;
     switch (name) {
       case "purge":
-        if (isTerminal(status)) await this.purge();
+        if (isTerminal(status)) await this.purge(true);
         return;
       case "start":
         if (status === "starting" && !this.links.host()) {
@@ -413,6 +431,7 @@ export class PtySession extends DurableObject<Env> {
   private onClientsChanged(): void {
     if (!this.record.current || this.record.ended) return;
     this.timers.clientsChanged(this.clients.count(), Date.now());
+    this.report(null);
   }
 
   /** Tells the tenant's index (and, with `event`, its events) how the session is now. */

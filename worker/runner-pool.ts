@@ -147,7 +147,7 @@ export class RunnerPool extends DurableObject<Env> {
           tenants: att.verified ? (att.tenants ?? null) : (msg.tenants ?? null),
           verified: att.verified ?? false,
           openedAt: att.openedAt,
-          draining: false,
+          draining: msg.draining ?? false,
         } satisfies RunnerAttachment);
         await this.watch();
         this.ctx.storage.transactionSync(() => {

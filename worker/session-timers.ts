@@ -41,8 +41,11 @@ export class SessionTimers {
    * client is attached.
    */
   configure(settings: TimerSettings, expiresAt: string | null, now: number): void {
+    const detachedMs = settings.detachedTimeoutSec * 1000;
+    // A running detached countdown goes on unless its length changed (a PATCH of the label must not restart it).
+    const keepDetached = this.deadlines.detached !== undefined && detachedMs === this.detachedMs;
     this.idleMs = settings.idleTimeoutSec * 1000;
-    this.detachedMs = settings.detachedTimeoutSec * 1000;
+    this.detachedMs = detachedMs;
     this.deadlines.timeout = expiresAt === null ? undefined : Date.parse(expiresAt);
     if (this.idleMs > 0) {
       if (this.activeAt === 0) this.noteActivity(now, true);
@@ -50,7 +53,8 @@ export class SessionTimers {
     } else {
       this.deadlines.idle = undefined;
     }
-    this.deadlines.detached = this.detachedMs > 0 && this.port.clients() === 0 ? now + this.detachedMs : undefined;
+    if (this.detachedMs === 0 || this.port.clients() > 0) this.deadlines.detached = undefined;
+    else if (!keepDetached) this.deadlines.detached = now + this.detachedMs;
     this.save();
   }
 

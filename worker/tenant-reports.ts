@@ -36,34 +36,34 @@ export class TenantReports {
 
   /** The session as it is now, into the index; with `event`, also into the tenant's events. */
   record(session: Session, event: TenantEventType | null): void {
-    this.enqueue("record", (stub) => stub.record(session, event));
+    void this.enqueue("record", (stub) => stub.record(session, event));
   }
 
-  /** The session was purged: its index row goes and `session.deleted` is told. */
-  deleted(session: Session): void {
-    this.enqueue("deleted", (stub) => stub.forget(session.id, session));
+  /**
+   * The session is being purged: its index row goes and `session.deleted` is told. Resolves,
+   * after every earlier report, with whether the tenant took it.
+   */
+  deleted(session: Session): Promise<boolean> {
+    return this.enqueue("deleted", (stub) => stub.forget(session.id, session));
   }
 
-  /** Resolves when every report made so far has been sent (or given up). */
-  settled(): Promise<void> {
-    return this.chain;
-  }
-
-  private enqueue(what: string, send: (stub: TenantStub) => Promise<unknown>): void {
+  private enqueue(what: string, send: (stub: TenantStub) => Promise<unknown>): Promise<boolean> {
     const generation = this.generation;
-    this.chain = this.chain.then(async () => {
-      if (generation !== this.generation) return;
+    const sent = this.chain.then(async () => {
+      if (generation !== this.generation) return false;
       for (let attempt = 1; ; attempt++) {
         try {
           await send(this.tenant());
-          return;
+          return true;
         } catch (error) {
           if (attempt >= TRIES) {
             log.error("session.tenant_report", { key: this.keyForLog(), what, outcome: "lost", error });
-            return;
+            return false;
           }
         }
       }
     });
+    this.chain = sent.then(() => undefined);
+    return sent;
   }
 }
