@@ -1,6 +1,7 @@
 // Helpers for end-to-end tests: a small REST client, a WebSocket terminal client that checks
 // offsets as frames arrive, and deadline-bound waits driven by events (never fixed sleeps).
 import { createHash } from "node:crypto";
+import { createParser } from "eventsource-parser";
 import WebSocket from "ws";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
 import type { Session } from "../shared/session.js";
@@ -290,111 +291,11 @@ export async function fetchOutput(
   }
 }
 
-export interface SseEvent {
-  event: string;
-  id: string | undefined;
-  data: string;
-}
-
-/** A Server-Sent Events reader over fetch: parses events as they stream in. */
-export class SseClient {
-  readonly events: SseEvent[] = [];
-  private chunks: Buffer[] = [];
-  lastEventId: string | undefined;
-  ended = false;
-  status = 0;
-  private readonly abort = new AbortController();
-  private waiters = new Set<() => void>();
-  readonly done: Promise<void>;
-
-  constructor(url: string, sessionId: string, key: string, options: { lastEventId?: string; query?: string } = {}) {
-    const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "text/event-stream" };
-    if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
-    const target = `${url}/v1/sessions/${sessionId}/stream${options.query ? `?${options.query}` : ""}`;
-    this.done = this.run(target, headers).finally(() => {
-      this.ended = true;
-      this.notify();
-    });
-  }
-
-  get bytes(): Buffer {
-    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
-    return this.chunks[0] ?? Buffer.alloc(0);
-  }
-
-  close(): void {
-    this.abort.abort();
-  }
-
-  waitFor(check: () => boolean, what: string, deadlineMs = 15_000): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const test = () => {
-        if (check()) {
-          this.waiters.delete(test);
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(test);
-        reject(new Error(`timed out waiting for ${what}`));
-      }, deadlineMs);
-      this.waiters.add(test);
-      test();
-    });
-  }
-
-  private notify(): void {
-    for (const waiter of [...this.waiters]) waiter();
-  }
-
-  private async run(target: string, headers: Record<string, string>): Promise<void> {
-    let res: Response;
-    try {
-      res = await fetch(target, { headers, signal: this.abort.signal });
-    } catch {
-      return;
-    }
-    this.status = res.status;
-    if (!res.body) return;
-    const decoder = new TextDecoder();
-    let buffered = "";
-    try {
-      for await (const piece of res.body) {
-        buffered += decoder.decode(piece, { stream: true });
-        let end: number;
-        while ((end = buffered.indexOf("\n\n")) >= 0) {
-          this.parse(buffered.slice(0, end));
-          buffered = buffered.slice(end + 2);
-        }
-        this.notify();
-      }
-    } catch {
-      // aborted
-    }
-  }
-
-  private parse(block: string): void {
-    const event: SseEvent = { event: "message", id: undefined, data: "" };
-    for (const row of block.split("\n")) {
-      const colon = row.indexOf(":");
-      const field = row.slice(0, colon);
-      const value = row.slice(colon + 1).replace(/^ /, "");
-      if (field === "event") event.event = value;
-      else if (field === "id") event.id = value;
-      else if (field === "data") event.data += value;
-    }
-    this.events.push(event);
-    if (event.id !== undefined) this.lastEventId = event.id;
-    if (event.event === "data") this.chunks.push(Buffer.from(event.data, "base64"));
-  }
-}
-
 export function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-// ---- Helpers of the lifecycle suites (timers, events, retention, paging, drain, heartbeat) ----
+// ---- Server-Sent Events ----
 
 export interface SseMessage {
   event: string;
@@ -403,13 +304,15 @@ export interface SseMessage {
 }
 
 /**
- * A Server-Sent Events reader for any path (`/v1/events`, a session's `/stream`), parsed line by
- * line as the specification says (LF, CRLF or CR; fields `event`, `data`, `id`). Comment lines
- * (`:` first: keep-alives) are kept apart, with the time each arrived, and are not events.
+ * A Server-Sent Events reader for any path (`/v1/events`, a session's `/stream`), parsed by
+ * `eventsource-parser` (the SDK's parser). Comment lines (keep-alives) are kept apart, with the
+ * time each arrived, and are not events.
  */
 export class EventStreamClient {
   readonly events: SseMessage[] = [];
   readonly comments: { text: string; at: number }[] = [];
+  /** The last `id:` seen. */
+  lastEventId: string | undefined;
   status = 0;
   contentType: string | null = null;
   /** The body when the answer was not a stream (an error). */
@@ -470,6 +373,12 @@ export class EventStreamClient {
     });
   }
 
+  /** Each event as it is parsed (subclasses keep more of it). */
+  protected received(message: SseMessage): void {
+    this.events.push(message);
+    if (message.id !== undefined) this.lastEventId = message.id;
+  }
+
   private notify(): void {
     for (const waiter of [...this.waiters]) waiter();
   }
@@ -493,49 +402,38 @@ export class EventStreamClient {
       }
       return;
     }
+    const parser = createParser({
+      onEvent: (m) => this.received({ event: m.event ?? "message", id: m.id, data: m.data }),
+      onComment: (text) => this.comments.push({ text, at: Date.now() }),
+    });
     const decoder = new TextDecoder();
-    let pending = "";
-    let block: SseMessage = { event: "message", id: undefined, data: "" };
-    let fields = 0;
-    const line = (row: string) => {
-      if (row === "") {
-        if (fields > 0) {
-          if (block.data.endsWith("\n")) block.data = block.data.slice(0, -1);
-          this.events.push(block);
-        }
-        block = { event: "message", id: undefined, data: "" };
-        fields = 0;
-        return;
-      }
-      if (row.startsWith(":")) {
-        this.comments.push({ text: row, at: Date.now() });
-        return;
-      }
-      const colon = row.indexOf(":");
-      const field = colon < 0 ? row : row.slice(0, colon);
-      const value = colon < 0 ? "" : row.slice(colon + 1).replace(/^ /, "");
-      fields++;
-      if (field === "event") block.event = value;
-      else if (field === "id") block.id = value;
-      else if (field === "data") block.data += `${value}\n`;
-    };
     try {
       for await (const piece of res.body) {
-        pending += decoder.decode(piece, { stream: true });
-        // A CR at the very end may be the first half of CRLF: keep it for the next piece.
-        let match: RegExpExecArray | null;
-        const eol = /\r\n|\r(?!$)|\n/g;
-        let start = 0;
-        while ((match = eol.exec(pending))) {
-          line(pending.slice(start, match.index));
-          start = match.index + match[0].length;
-        }
-        pending = pending.slice(start);
+        parser.feed(decoder.decode(piece, { stream: true }));
         this.notify();
       }
     } catch {
       // aborted
     }
+  }
+}
+
+/** A session's output stream (`GET /v1/sessions/:id/stream`): its `data` events' bytes, in order. */
+export class SseClient extends EventStreamClient {
+  private chunks: Buffer[] = [];
+
+  constructor(url: string, sessionId: string, key: string, options: { lastEventId?: string; query?: string } = {}) {
+    super(url, `/v1/sessions/${sessionId}/stream${options.query ? `?${options.query}` : ""}`, key, options);
+  }
+
+  get bytes(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  protected override received(message: SseMessage): void {
+    super.received(message);
+    if (message.event === "data") this.chunks.push(Buffer.from(message.data, "base64"));
   }
 }
 
