@@ -78,9 +78,7 @@ export class ClientHub {
     this.keepStreamsAlive();
     this.port.clientsChanged();
     this.startReplay(sub, from);
-    return new Response(sub.body, {
-      headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
-    });
+    return sub.response();
   }
 
   // ---- Messages from clients ----

@@ -4,6 +4,7 @@
 import { bytesToBase64 } from "../shared/base64.js";
 import { type ServerMessage, encodeOutput } from "../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
+import { SseBody } from "./sse-body.js";
 
 export type SubscriberKind = "framed" | "raw" | "sse";
 
@@ -136,8 +137,6 @@ export class SocketSubscriber implements Subscriber {
   }
 }
 
-const encoder = new TextEncoder();
-
 /**
  * A Server-Sent Events stream: `event: data` with `id: <offset after the chunk>` and base64
  * bytes, `event: gap`, `event: exit` (then the stream ends). Its lag is what the response
@@ -146,62 +145,59 @@ const encoder = new TextEncoder();
 export class StreamSubscriber implements Subscriber {
   readonly kind = "sse" as const;
   live = false;
-  closed = false;
-  readonly body: ReadableStream<Uint8Array>;
-  private controller!: ReadableStreamDefaultController<Uint8Array>;
+  private readonly sse: SseBody;
+  private waiting: { bytes: number; resume: () => void } | undefined;
 
   constructor(
     public cursor: number,
-    private readonly maxLag: number,
+    maxLag: number,
     onCancel: () => void,
   ) {
-    this.body = new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          this.controller = controller;
-        },
-        pull: () => {
-          const waiting = this.waiting;
-          if (waiting && this.lag() <= waiting.bytes) {
-            this.waiting = undefined;
-            waiting.resume();
-          }
-        },
-        cancel: () => {
-          this.closed = true;
-          onCancel();
-        },
+    this.sse = new SseBody(maxLag, {
+      pulled: () => {
+        const waiting = this.waiting;
+        if (waiting && this.lag() <= waiting.bytes) {
+          this.waiting = undefined;
+          waiting.resume();
+        }
       },
-      { highWaterMark: maxLag, size: (chunk) => chunk.byteLength },
-    );
+      cancelled: onCancel,
+    });
+  }
+
+  get closed(): boolean {
+    return this.sse.closed;
+  }
+
+  /** The response that carries the stream. */
+  response(): Response {
+    return this.sse.response();
   }
 
   deliver(offset: number, data: Uint8Array): void {
     const end = offset + data.byteLength;
-    this.write(`event: data\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
+    this.sse.write(`event: data\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
     this.cursor = end;
   }
 
   control(message: ServerMessage): void {
     if (message.type === "gap") {
-      this.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
+      this.sse.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
     } else if (message.type === "exit") {
       const { status, exitCode, signal, reason, offset } = message;
-      this.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, reason, offset })}\n\n`);
+      this.sse.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, reason, offset })}\n\n`);
     } else if (message.type === "error") {
-      this.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
+      this.sse.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
     }
   }
 
-  /** An SSE comment line (keep-alive): clients ignore it, proxies see traffic. */
+  /** A keep-alive comment. */
   comment(text: string): void {
-    this.write(`: ${text}\n\n`);
+    this.sse.comment(text);
   }
 
-  private waiting: { bytes: number; resume: () => void } | undefined;
-
   lag(): number {
-    return this.maxLag - (this.controller.desiredSize ?? 0);
+    return this.sse.unread();
   }
 
   whenLagAtMost(bytes: number, resume: () => void): void {
@@ -211,21 +207,6 @@ export class StreamSubscriber implements Subscriber {
 
   /** Ends the stream; what is queued still reaches the client (which resumes by Last-Event-ID). */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    try {
-      this.controller.close();
-    } catch {
-      // cancelled meanwhile
-    }
-  }
-
-  private write(text: string): void {
-    if (this.closed) return;
-    try {
-      this.controller.enqueue(encoder.encode(text));
-    } catch {
-      this.closed = true;
-    }
+    this.sse.close();
   }
 }

@@ -2,11 +2,10 @@
 // it resumes from (with a `gap` first when some were already dropped), then every new event
 // as it is recorded, and a keep-alive comment every SSE_KEEPALIVE_MS. A stream that falls
 // too far behind is ended; its client resumes with Last-Event-ID and misses nothing kept.
+import { SseBody } from "./sse-body.js";
 
 /** Unread bytes one stream may hold before it is ended (the client resumes by id). */
 const MAX_UNREAD_BYTES = 1 << 20;
-
-const encoder = new TextEncoder();
 
 /** One stored event, as the stream sends it. */
 export interface StoredEvent {
@@ -15,55 +14,8 @@ export interface StoredEvent {
   data: string;
 }
 
-class EventStream {
-  readonly body: ReadableStream<Uint8Array>;
-  closed = false;
-  private controller!: ReadableStreamDefaultController<Uint8Array>;
-
-  constructor(onCancel: () => void) {
-    this.body = new ReadableStream<Uint8Array>(
-      {
-        start: (controller) => {
-          this.controller = controller;
-        },
-        cancel: () => {
-          this.closed = true;
-          onCancel();
-        },
-      },
-      { highWaterMark: MAX_UNREAD_BYTES, size: (chunk) => chunk.byteLength },
-    );
-  }
-
-  /** Writes `text`; false once the stream is closed or holds too much unread. */
-  write(text: string): boolean {
-    if (this.closed) return false;
-    try {
-      this.controller.enqueue(encoder.encode(text));
-    } catch {
-      this.closed = true;
-      return false;
-    }
-    if ((this.controller.desiredSize ?? 0) < 0) {
-      this.close();
-      return false;
-    }
-    return true;
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    try {
-      this.controller.close();
-    } catch {
-      // cancelled meanwhile
-    }
-  }
-}
-
 export class TenantEvents {
-  private readonly streams = new Set<EventStream>();
+  private readonly streams = new Set<SseBody>();
   private keepAliveTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly keepAliveMs: () => number) {}
@@ -77,24 +29,27 @@ export class TenantEvents {
    * `backlog`, then live events.
    */
   open(gap: { from: number; to: number } | null, backlog: StoredEvent[]): Response {
-    const stream: EventStream = new EventStream(() => this.drop(stream));
+    const stream: SseBody = new SseBody(MAX_UNREAD_BYTES, { cancelled: () => this.drop(stream) });
     this.streams.add(stream);
     this.keepAlive();
     // Sent at once, so a client knows the stream is open before any event comes.
-    stream.write(": events\n\n");
+    stream.comment("events");
     if (gap) stream.write(`event: gap\ndata: ${JSON.stringify(gap)}\n\n`);
     for (const event of backlog) stream.write(format(event));
-    return new Response(stream.body, {
-      headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
-    });
+    return stream.response();
   }
 
+  /** To every open stream; one that holds too much unread is ended (its client resumes by id). */
   publish(event: StoredEvent): void {
     const text = format(event);
-    for (const stream of this.streams) if (!stream.write(text)) this.drop(stream);
+    for (const stream of this.streams) this.send(stream, text);
   }
 
-  private drop(stream: EventStream): void {
+  private send(stream: SseBody, text: string): void {
+    if (!stream.write(text) || stream.unread() > MAX_UNREAD_BYTES) this.drop(stream);
+  }
+
+  private drop(stream: SseBody): void {
     stream.close();
     this.streams.delete(stream);
     this.keepAlive();
@@ -107,7 +62,7 @@ export class TenantEvents {
       return;
     }
     this.keepAliveTimer ??= setInterval(() => {
-      for (const stream of this.streams) if (!stream.write(": keep-alive\n\n")) this.drop(stream);
+      for (const stream of this.streams) this.send(stream, ": keep-alive\n\n");
     }, this.keepAliveMs());
   }
 }
