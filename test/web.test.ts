@@ -128,9 +128,10 @@ function attachedId(page: Page): string {
 }
 
 /** How `exitText` in web/main.ts words an ended session. */
-function exitWords(s: { status: string; exitCode: number | null; signal: string | null }): string {
+function exitWords(s: { status: string; exitCode: number | null; signal: string | null; reason: string | null }): string {
   if (s.status !== "exited") return s.status;
-  return s.exitCode !== null ? `exited (code ${s.exitCode})` : `exited (${s.signal})`;
+  const how = s.exitCode !== null ? `code ${s.exitCode}` : s.signal;
+  return s.reason && s.reason !== "exit" ? `exited (${how}, ${s.reason})` : `exited (${how})`;
 }
 
 describe("web page", () => {

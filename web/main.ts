@@ -86,9 +86,11 @@ function setStatus(state: string, text = STATE_TEXT[state] ?? state): void {
   ui.status.textContent = text;
 }
 
-function exitText(status: string, exitCode: number | null, signal: string | null): string {
+/** How an ended session reads: its exit, and what ended it when that was not the process itself. */
+function exitText(status: string, exitCode: number | null, signal: string | null, reason: EndReason | null): string {
   if (status !== "exited") return status; // lost, failed
-  return exitCode !== null ? `exited (code ${exitCode})` : `exited (${signal ?? "signal"})`;
+  const how = exitCode !== null ? `code ${exitCode}` : (signal ?? "signal");
+  return reason && reason !== "exit" ? `exited (${how}, ${reason})` : `exited (${how})`;
 }
 
 /** Why an ended session ended, in the list's tooltip. */
@@ -200,10 +202,10 @@ async function attach(open: (onData: (bytes: Uint8Array) => void) => Promise<Pty
   next.on("state", (state) => {
     if (pty === next && !exited) setStatus(state);
   });
-  next.on("exit", ({ status, exitCode, signal }) => {
+  next.on("exit", ({ status, exitCode, signal, reason }) => {
     if (pty !== next) return;
     exited = true;
-    setStatus("exited", exitText(status, exitCode, signal));
+    setStatus("exited", exitText(status, exitCode, signal, reason));
     if (mode === "owner") refresh().catch(showError);
   });
   next.on("gap", ({ from, to }) => {
@@ -223,7 +225,7 @@ async function attach(open: (onData: (bytes: Uint8Array) => void) => Promise<Pty
   term.options.disableStdin = next.readOnly;
   if (session && isEnded(session)) {
     exited = true;
-    setStatus("exited", exitText(session.status, session.exitCode, session.signal));
+    setStatus("exited", exitText(session.status, session.exitCode, session.signal, session.reason));
   } else {
     setStatus(next.state);
   }
@@ -280,7 +282,7 @@ function render(sessions: Session[]): void {
     row.dataset.status = s.status;
     cell(row, "id", s.id);
     cell(row, "label", s.label ?? "");
-    const status = cell(row, "status", s.status === "exited" ? exitText(s.status, s.exitCode, s.signal) : s.status);
+    const status = cell(row, "status", s.status === "exited" ? exitText(s.status, s.exitCode, s.signal, s.reason) : s.status);
     if (s.reason) status.title = `${status.textContent ?? ""}: ${REASON_TEXT[s.reason] ?? s.reason}`;
     cell(row, "created", shortTime(s.createdAt)).title = s.createdAt;
     const actions = cell(row, "actions", "");
