@@ -110,6 +110,10 @@ export class PtySession extends DurableObject<Env> {
     });
     const stored = this.record.current;
     if (stored) this.timers.restore(stored.record);
+    // A session that ended before retention existed gets its purge when it is next woken.
+    if (stored?.record.exitedAt && this.record.ended && this.timers.get("purge") === undefined) {
+      this.timers.set("purge", Date.parse(stored.record.exitedAt) + limits(env).retainSec * 1000);
+    }
     // Each construction is a wake-up (first use, or back from hibernation): `npm run bench` counts them.
     log.debug("session.wake", { key: this.keyForLog(), cause: "construct" });
     this.reports = new TenantReports(

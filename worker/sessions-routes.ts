@@ -102,7 +102,16 @@ sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
   const tags = body.tags ?? [];
 
   const tenantIndex = tenantStub(c.env, tenant);
-  unwrap(await tenantIndex.reserve(id, createdAt, tags, lim.maxSessionsPerTenant, lim.maxCreatesPerMinute));
+  unwrap(
+    await tenantIndex.reserve({
+      tenant,
+      id,
+      createdAt,
+      tags,
+      maxActive: lim.maxSessionsPerTenant,
+      maxPerMinute: lim.maxCreatesPerMinute,
+    }),
+  );
   const stub = sessionStub(c.env, tenant, id);
   let result: Awaited<ReturnType<typeof stub.create>>;
   try {

@@ -5,13 +5,30 @@
 import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../shared/errors.js";
 import { type Session, type SessionPage, type SessionStatus, type TenantEventType, canMove } from "../shared/session.js";
-import { type Env, limits } from "./env.js";
+import { log } from "../shared/log.js";
+import { type Env, limits, sessionStub } from "./env.js";
 import { type StoredEvent, TenantEvents } from "./tenant-events.js";
 
 /** Events kept for resuming: at least the last 1,000 (DESIGN §9). */
 const KEEP_EVENTS = 2000;
 /** Open event streams per tenant (429 beyond). */
 const MAX_EVENT_STREAMS = 64;
+/**
+ * A row with no record this old belongs to a create that never reached its session object (the
+ * Worker died mid-create) or to a session from before rows held records: the sweep asks the
+ * session object, then records it or frees the id and its quota slot.
+ */
+const SWEEP_AFTER_MS = 60_000;
+const SWEEP_BATCH = 100;
+
+export interface ReserveRequest {
+  tenant: string;
+  id: string;
+  createdAt: string;
+  tags: string[];
+  maxActive: number;
+  maxPerMinute?: number;
+}
 
 export interface ListOptions {
   status: SessionStatus | null;
@@ -45,19 +62,15 @@ export class Tenant extends DurableObject<Env> {
       data TEXT NOT NULL
     )`);
     this.events = new TenantEvents(() => limits(env).sseKeepAliveMs);
+    void this.sweepSoon();
   }
 
   /** Creation times within the last minute, for the create rate (in memory: a restart forgets it). */
   private recentCreates: number[] = [];
 
   /** Claims `id` for a new session, unless it is taken, the quota is used up or creates come too fast. */
-  reserve(
-    id: string,
-    createdAt: string,
-    tags: string[],
-    maxActive: number,
-    maxPerMinute = Number.POSITIVE_INFINITY,
-  ): { ok: true } | Failure {
+  async reserve(request: ReserveRequest): Promise<{ ok: true } | Failure> {
+    const { tenant, id, createdAt, tags, maxActive, maxPerMinute = Number.POSITIVE_INFINITY } = request;
     const now = Date.now();
     this.recentCreates = this.recentCreates.filter((t) => now - t < 60_000);
     if (this.recentCreates.length >= maxPerMinute) {
@@ -80,7 +93,49 @@ export class Tenant extends DurableObject<Env> {
       createdAt,
       JSON.stringify(tags),
     );
+    // The tenant's name, for the sweep's calls to its session objects.
+    if (this.ctx.storage.kv.get<string>("tenant") !== tenant) this.ctx.storage.kv.put("tenant", tenant);
+    await this.sweepSoon();
     return { ok: true };
+  }
+
+  /**
+   * The sweep (the tenant's only alarm, set while rows without a record exist): each row without
+   * a record older than SWEEP_AFTER_MS is settled by asking its session object. A session there
+   * is recorded (and an ended one arms its own purge); none there frees the row.
+   */
+  async alarm(): Promise<void> {
+    const tenant = this.ctx.storage.kv.get<string>("tenant");
+    if (!tenant) return;
+    const before = new Date(Date.now() - SWEEP_AFTER_MS).toISOString();
+    const rows = this.sql
+      .exec<{ id: string }>(
+        "SELECT id FROM sessions WHERE record IS NULL AND created_at < ? ORDER BY seq LIMIT ?",
+        before,
+        SWEEP_BATCH,
+      )
+      .toArray();
+    for (const { id } of rows) {
+      try {
+        const found = await sessionStub(this.env, tenant, id).get();
+        if ("failure" in found) {
+          if (found.failure.code === "NOT_FOUND") this.forget(id, null);
+        } else {
+          this.record(found, null);
+        }
+        log.info("tenant.sweep", { tenant, id, outcome: "failure" in found ? "freed" : "recorded" });
+      } catch (error) {
+        log.warn("tenant.sweep", { tenant, id, outcome: "unreached", error });
+      }
+    }
+    await this.sweepSoon(true);
+  }
+
+  /** Sets the sweep's alarm while rows without a record exist. */
+  private async sweepSoon(fromAlarm = false): Promise<void> {
+    const waiting = this.sql.exec("SELECT 1 FROM sessions WHERE record IS NULL LIMIT 1").toArray().length > 0;
+    if (!waiting) return;
+    if (fromAlarm || (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + SWEEP_AFTER_MS);
   }
 
   /**

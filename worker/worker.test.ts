@@ -1,6 +1,7 @@
 // The Worker and its Durable Objects inside workerd (vitest-pool-workers), without runners:
 // auth, validation, the error shape, placement with no runner, and the tenant index.
 import { env, exports } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Session, SessionStatus } from "../shared/session.js";
 import type { Env } from "./env.js";
@@ -51,12 +52,12 @@ describe("edge Worker in workerd", () => {
 
   it("keeps the tenant index: unique ids, quota on sessions not yet ended, creation order", async () => {
     const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("acme-index"));
-    expect(await tenant.reserve("a", "2026-01-01T00:00:00.000Z", ["x"], 2)).toEqual({ ok: true });
-    expect(await tenant.reserve("a", "2026-01-01T00:00:01.000Z", [], 2)).toMatchObject({
+    expect(await tenant.reserve({ tenant: "acme-index", id: "a", createdAt: "2026-01-01T00:00:00.000Z", tags: ["x"], maxActive: 2 })).toEqual({ ok: true });
+    expect(await tenant.reserve({ tenant: "acme-index", id: "a", createdAt: "2026-01-01T00:00:01.000Z", tags: [], maxActive: 2 })).toMatchObject({
       failure: { code: "CONFLICT" },
     });
-    expect(await tenant.reserve("b", "2026-01-01T00:00:02.000Z", [], 2)).toEqual({ ok: true });
-    expect(await tenant.reserve("c", "2026-01-01T00:00:03.000Z", [], 2)).toMatchObject({
+    expect(await tenant.reserve({ tenant: "acme-index", id: "b", createdAt: "2026-01-01T00:00:02.000Z", tags: [], maxActive: 2 })).toEqual({ ok: true });
+    expect(await tenant.reserve({ tenant: "acme-index", id: "c", createdAt: "2026-01-01T00:00:03.000Z", tags: [], maxActive: 2 })).toMatchObject({
       failure: { code: "QUOTA_EXCEEDED", retryAfterSec: 5 },
     });
     const session = (id: string, status: SessionStatus, tags: string[] = []): Session => ({
@@ -68,7 +69,7 @@ describe("edge Worker in workerd", () => {
     await tenant.record(session("a", "running", ["x"]), null);
     await tenant.record(session("a", "exited", ["x"]), "session.exited");
     await tenant.record(session("a", "running", ["x"]), null); // never backwards
-    expect(await tenant.reserve("c", "2026-01-01T00:00:03.000Z", [], 2)).toEqual({ ok: true });
+    expect(await tenant.reserve({ tenant: "acme-index", id: "c", createdAt: "2026-01-01T00:00:03.000Z", tags: [], maxActive: 2 })).toEqual({ ok: true });
     await tenant.record(session("b", "running"), null);
     await tenant.record(session("c", "starting"), null);
     const ids = async (tag: string | null, status: SessionStatus | null = null) =>
@@ -85,22 +86,25 @@ describe("edge Worker in workerd", () => {
     expect(await ids(null)).toEqual(["a:exited", "c:starting"]);
   });
 
-  it("lets DELETE clear an index row whose create was cut short, freeing its id and quota slot", async () => {
+  it("frees an index row whose create was cut short, by DELETE or by the sweep, and with it the id and quota slot", async () => {
     // Two rows reserved by creates that never reached their session object (a restart mid-create).
     const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("globex"));
-    expect(await tenant.reserve("cut-1", "2026-01-01T00:00:00.000Z", [], 2)).toEqual({ ok: true });
-    expect(await tenant.reserve("cut-2", "2026-01-01T00:00:00.000Z", [], 2)).toEqual({ ok: true });
-    const blocked = await call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id: "next" }) });
-    expect(blocked.status).toBe(429);
-    const taken = await call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id: "cut-1" }) });
-    expect(taken.status).toBe(409);
-    for (const id of ["cut-1", "cut-2"]) {
-      const res = await call(`/v1/sessions/${id}?purge=true`, { method: "DELETE", key: "globex-key" });
-      expect(res.status).toBe(404);
-    }
-    // The slots and the id are free again: the create now gets as far as placement (no runner here).
-    const again = await call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id: "cut-1" }) });
-    expect(again.status).toBe(503);
+    const reserve = (id: string) =>
+      tenant.reserve({ tenant: "globex", id, createdAt: "2026-01-01T00:00:00.000Z", tags: [], maxActive: 2 });
+    expect(await reserve("cut-1")).toEqual({ ok: true });
+    expect(await reserve("cut-2")).toEqual({ ok: true });
+    const create = (id: string) =>
+      call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id }) });
+    expect((await create("next")).status).toBe(429);
+    expect((await create("cut-1")).status).toBe(409);
+    // DELETE of an id that has only an index row removes the row.
+    expect((await call("/v1/sessions/cut-1?purge=true", { method: "DELETE", key: "globex-key" })).status).toBe(404);
+    // The sweep (the tenant's alarm) asks cut-2's session object, finds none, frees the row.
+    expect(await runDurableObjectAlarm(tenant)).toBe(true);
+    expect((await tenant.list({ tag: null, status: null, limit: 10, after: null })).sessions).toEqual([]);
+    // The slots and the ids are free again: creates now get as far as placement (no runner here).
+    expect((await create("cut-1")).status).toBe(503);
+    expect((await create("cut-2")).status).toBe(503);
   });
 
   it("keeps the newest events for resuming and says `gap` for ids it no longer has", async () => {
