@@ -10,6 +10,7 @@ import type { Session, SignalName } from "../shared/session.js";
 import type { Limits } from "./env.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
 import type { LogReads } from "./log-reads.js";
+import { KeepAlive } from "./sse-body.js";
 import { ReplayCache } from "./replay-cache.js";
 import { type ClientAttachment, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
@@ -35,7 +36,13 @@ export class ClientHub {
   private readonly replayReads = new Map<Subscriber, number>();
   /** Replays waiting for a read slot. */
   private replayQueue: (() => void)[] = [];
-  private keepAliveTimer: ReturnType<typeof setInterval> | undefined;
+  /** A comment on every SSE stream each SSE_KEEPALIVE_MS while one is open. */
+  private readonly keepAlive = new KeepAlive(
+    () => this.port.limits().sseKeepAliveMs,
+    () => {
+      for (const stream of this.streams) stream.comment("keep-alive");
+    },
+  );
 
   constructor(
     private readonly ctx: DurableObjectState,
@@ -75,7 +82,7 @@ export class ClientHub {
       this.cancelReplay(sub);
     });
     this.streams.add(sub);
-    this.keepStreamsAlive();
+    this.keepAlive.update(this.streams.size);
     this.port.clientsChanged();
     this.startReplay(sub, from);
     return sub.response();
@@ -162,7 +169,7 @@ export class ClientHub {
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) this.socket(ws).close(CloseCode.SessionEnded, "session purged");
     for (const stream of this.streams) stream.close();
     this.streams.clear();
-    this.keepStreamsAlive();
+    this.keepAlive.update(this.streams.size);
     this.cache.clear();
   }
 
@@ -390,23 +397,8 @@ export class ClientHub {
 
   private dropStream(sub: StreamSubscriber): void {
     if (!this.streams.delete(sub)) return;
-    this.keepStreamsAlive();
+    this.keepAlive.update(this.streams.size);
     this.port.clientsChanged();
-  }
-
-  /**
-   * A comment on every SSE stream each SSE_KEEPALIVE_MS (15 s), so proxies never cut an idle
-   * one; the timer runs only while a stream is open (streams keep the object awake anyway).
-   */
-  private keepStreamsAlive(): void {
-    if (this.streams.size === 0) {
-      if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
-      this.keepAliveTimer = undefined;
-      return;
-    }
-    this.keepAliveTimer ??= setInterval(() => {
-      for (const stream of this.streams) stream.comment("keep-alive");
-    }, this.port.limits().sseKeepAliveMs);
   }
 
   private *subscribers(): Iterable<Subscriber> {

@@ -70,3 +70,27 @@ export class SseBody {
     }
   }
 }
+
+/**
+ * A keep-alive for a set of SSE streams: `tick` every `ms` while the set is not empty, so proxies
+ * never cut an idle stream (DESIGN §6: at least every 15 s). The timer runs only while a stream
+ * is open (open streams keep their object awake anyway).
+ */
+export class KeepAlive {
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly ms: () => number,
+    private readonly tick: () => void,
+  ) {}
+
+  /** The set now holds `open` streams. */
+  update(open: number): void {
+    if (open === 0) {
+      if (this.timer) clearInterval(this.timer);
+      this.timer = undefined;
+      return;
+    }
+    this.timer ??= setInterval(this.tick, this.ms());
+  }
+}

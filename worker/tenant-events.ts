@@ -2,7 +2,7 @@
 // it resumes from (with a `gap` first when some were already dropped), then every new event
 // as it is recorded, and a keep-alive comment every SSE_KEEPALIVE_MS. A stream that falls
 // too far behind is ended; its client resumes with Last-Event-ID and misses nothing kept.
-import { SseBody } from "./sse-body.js";
+import { KeepAlive, SseBody } from "./sse-body.js";
 
 /** Unread bytes one stream may hold before it is ended (the client resumes by id). */
 const MAX_UNREAD_BYTES = 1 << 20;
@@ -16,9 +16,13 @@ export interface StoredEvent {
 
 export class TenantEvents {
   private readonly streams = new Set<SseBody>();
-  private keepAliveTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly keepAlive: KeepAlive;
 
-  constructor(private readonly keepAliveMs: () => number) {}
+  constructor(keepAliveMs: () => number) {
+    this.keepAlive = new KeepAlive(keepAliveMs, () => {
+      for (const stream of this.streams) this.send(stream, ": keep-alive\n\n");
+    });
+  }
 
   get size(): number {
     return this.streams.size;
@@ -31,7 +35,7 @@ export class TenantEvents {
   open(gap: { from: number; to: number } | null, backlog: StoredEvent[]): Response {
     const stream: SseBody = new SseBody(MAX_UNREAD_BYTES, { cancelled: () => this.drop(stream) });
     this.streams.add(stream);
-    this.keepAlive();
+    this.keepAlive.update(this.streams.size);
     // Sent at once, so a client knows the stream is open before any event comes.
     stream.comment("events");
     if (gap) stream.write(`event: gap\ndata: ${JSON.stringify(gap)}\n\n`);
@@ -52,19 +56,9 @@ export class TenantEvents {
   private drop(stream: SseBody): void {
     stream.close();
     this.streams.delete(stream);
-    this.keepAlive();
+    this.keepAlive.update(this.streams.size);
   }
 
-  private keepAlive(): void {
-    if (this.streams.size === 0) {
-      if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
-      this.keepAliveTimer = undefined;
-      return;
-    }
-    this.keepAliveTimer ??= setInterval(() => {
-      for (const stream of this.streams) this.send(stream, ": keep-alive\n\n");
-    }, this.keepAliveMs());
-  }
 }
 
 function format(event: StoredEvent): string {
