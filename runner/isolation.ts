@@ -5,7 +5,8 @@ import type { PoolMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
 import { Containment } from "./containment.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { type SwitchTools, launchCommand, switchTools } from "./launch.js";
+import { lookupCommand } from "./command-lookup.js";
+import { type SwitchTools, launchCommand, notRunnable, switchTools } from "./launch.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers } from "./session-user.js";
 
 type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"];
@@ -50,10 +51,17 @@ export class Isolation {
       cwd = folders.root; // a folder below it is made by the session's user (launch.ts)
     } else cwd = sessionCwd(this.workspace, tenant, spec.cwd);
     const env = sessionEnv(spec.env, { user: user.name, home: folders.root, shell: user.shell });
+    // A command that is not there, or may not be run, ends as a shell's would (127, 126) and says so.
+    const lookup = lookupCommand(spec.command, {
+      path: env.PATH,
+      cwd: folders.target,
+      as: user.switched ? { uid: user.uid, gid: user.gid } : null,
+    });
+    const session = lookup.found ? { command: spec.command, args: spec.args } : notRunnable(lookup.message, lookup.exitCode);
     const cgroupProcs = this.containment.open(key);
     const { command, args } = launchCommand({
-      command: spec.command,
-      args: spec.args,
+      command: session.command,
+      args: session.args,
       user,
       tools: this.tools,
       cgroupProcs,

@@ -53,6 +53,16 @@ function rootStep(tools: SwitchTools): string {
   ].join("\n");
 }
 
+// A command that cannot be run (command-lookup.ts) is replaced by this step, started the same way
+// (as the user, in the session's cgroup): it says why, as a shell would, and exits with the
+// shell's code. $0 = the message, $1 = the exit code. The terminal turns "\n" into "\r\n".
+const NOT_RUNNABLE = 'printf "%s\\n" "$0"; exit "$1"';
+
+/** The command line of a session whose command cannot be run: prints `message`, exits `exitCode`. */
+export function notRunnable(message: string, exitCode: number): Launch {
+  return { command: "/bin/sh", args: ["-c", NOT_RUNNABLE, message, String(exitCode)] };
+}
+
 // Run as the user: $0 = the folder to make and enter, then the command and its arguments.
 const ENTER_CWD = 'mkdir -p -- "$0" && cd -- "$0" && exec "$@"';
 

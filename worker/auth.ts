@@ -5,7 +5,7 @@ import { ApiError } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import { verifyRunnerCredential } from "../shared/runner-credential.js";
 import type { Env } from "./env.js";
-import { type TokenClaims, type TokenRole, verifyToken } from "./tokens.js";
+import { type TokenClaims, type TokenRole, checkToken } from "./tokens.js";
 
 export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -87,10 +87,16 @@ export type AuthVariables = { tenant: string; principal: Principal };
 /**
  * Public API: an API key or a session token as `Authorization: Bearer`, or a session token as
  * `?token=` (browsers cannot set WebSocket headers). API keys are never taken from the URL,
- * where they would end up in logs and histories.
+ * where they would end up in logs and histories. Each refusal says what is wrong: no
+ * credential, an Authorization header without `Bearer`, a session token past its expiry, or a
+ * credential that is neither a key nor a genuine token.
  */
 export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVariables }>(async (c, next) => {
-  const header = bearer(c.req.header("authorization"));
+  const authorization = c.req.header("authorization");
+  const header = bearer(authorization);
+  if (authorization !== undefined && authorization.trim() !== "" && !header) {
+    throw new ApiError("UNAUTHORIZED", "Authorization must be 'Bearer <api key or session token>'");
+  }
   const query = c.req.query("token");
   const credential = header ?? query;
   if (!credential) {
@@ -102,10 +108,11 @@ export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVar
     if (tenant) principal = { tenant, role: "owner" };
   }
   if (!principal && c.env.TOKEN_SECRET) {
-    const claims = await verifyToken(c.env.TOKEN_SECRET, credential);
-    if (claims) principal = claims;
+    const check = await checkToken(c.env.TOKEN_SECRET, credential);
+    if (check.ok) principal = check.claims;
+    else if (check.expired) throw new ApiError("UNAUTHORIZED", `session token expired at ${check.expiredAt}`);
   }
-  if (!principal) throw new ApiError("UNAUTHORIZED", "invalid API key or session token (forged, expired or malformed)");
+  if (!principal) throw new ApiError("UNAUTHORIZED", "invalid API key or session token (forged or malformed)");
   c.set("principal", principal);
   c.set("tenant", principal.tenant);
   await next();

@@ -33,15 +33,29 @@ export async function mintToken(
   return { token, expiresAt: new Date(exp * 1000).toISOString() };
 }
 
-/** The token's claims, or null when it is forged, expired, malformed or not a session token. */
-export async function verifyToken(secret: string, token: string): Promise<TokenClaims | null> {
+/** What a presented token turned out to be: a session token's claims, or why it is not one. */
+export type TokenCheck =
+  | { ok: true; claims: TokenClaims }
+  | { ok: false; expired: false }
+  /** Ours and genuine (signature checked), but past its expiry: `expiredAt` is when (ISO). */
+  | { ok: false; expired: true; expiredAt: string };
+
+/**
+ * Checks a session token. Its signature is checked before its expiry, so "expired" is said only
+ * of a token this edge really minted; a forged one is "invalid" whatever its `exp` claims.
+ */
+export async function checkToken(secret: string, token: string, now = Date.now()): Promise<TokenCheck> {
+  let payload: Awaited<ReturnType<typeof verify>>;
   try {
-    const payload = await verify(token, secret, { alg: "HS256", aud: AUDIENCE });
-    const { ten, sid, inc, role } = payload;
-    if (typeof ten !== "string" || typeof sid !== "string" || typeof inc !== "string") return null;
-    if (!TOKEN_ROLES.includes(role as TokenRole) || typeof payload.exp !== "number") return null;
-    return { tenant: ten, sessionId: sid, incarnation: inc, role: role as TokenRole };
+    payload = await verify(token, secret, { alg: "HS256", aud: AUDIENCE, exp: false });
   } catch {
-    return null;
+    return { ok: false, expired: false };
   }
+  const { ten, sid, inc, role, exp } = payload;
+  if (typeof ten !== "string" || typeof sid !== "string" || typeof inc !== "string") return { ok: false, expired: false };
+  if (!TOKEN_ROLES.includes(role as TokenRole) || typeof exp !== "number" || !Number.isFinite(exp)) {
+    return { ok: false, expired: false };
+  }
+  if (exp <= Math.floor(now / 1000)) return { ok: false, expired: true, expiredAt: new Date(exp * 1000).toISOString() };
+  return { ok: true, claims: { tenant: ten, sessionId: sid, incarnation: inc, role: role as TokenRole } };
 }
