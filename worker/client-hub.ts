@@ -178,6 +178,15 @@ export class ClientHub {
     this.cache.clear();
   }
 
+  /** Whether the client socket named `id` is still connected (not cut or closed). */
+  connected(id: string): boolean {
+    for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) {
+      const sub = this.socket(ws);
+      if (sub.id === id && !sub.closed) return true;
+    }
+    return false;
+  }
+
   /** Clients holding a slot: cut and closed ones do not, even while their close completes. */
   count(): number {
     let count = 0;
@@ -381,7 +390,16 @@ export class ClientHub {
       // A live client continues from the current offset; one caught mid-replay restarts from its start.
       const live = att?.live ?? true;
       const cursor = live ? offset : (att?.cursor ?? offset);
-      sub = new SocketSubscriber(ws, att?.kind ?? "framed", cursor, live, att?.readOnly ?? true, att?.owner ?? false);
+      sub = new SocketSubscriber(
+        ws,
+        att?.kind ?? "framed",
+        cursor,
+        live,
+        att?.readOnly ?? true,
+        att?.owner ?? false,
+        att?.id,
+        att?.size ?? null,
+      );
       sub.closed = att?.cut ?? false;
       // A socket whose close is under way (its close handler is running) is not restored.
       if (ws.readyState !== WebSocket.OPEN) {
@@ -389,6 +407,7 @@ export class ClientHub {
         return sub;
       }
       this.sockets.set(ws, sub);
+      if (att && att.id === undefined) sub.persist(); // an attachment from before ids: keep the one just given
       log.warn("client.restored", { key: this.port.keyForLog(), live, cursor, offset });
       if (!live && !sub.closed) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });
     }

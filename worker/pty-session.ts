@@ -27,6 +27,7 @@ import { type OutputRange, OutputReads } from "./output-reads.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
 import { type CreateRequest, type RecordFields, SessionRecord, type SessionPatch } from "./session-record.js";
 import { type DeadlineName, SessionTimers } from "./session-timers.js";
+import { SizePolicy } from "./size-policy.js";
 import { closeQuietly } from "./sockets.js";
 import type { SocketSubscriber } from "./subscribers.js";
 import { TenantReports } from "./tenant-reports.js";
@@ -38,6 +39,13 @@ type StartOutcome = "started" | "failed" | "timeout";
 /** A retention purge that could not reach a runner or the tenant tries again this much later, this many times. */
 const PURGE_RETRY_MS = 60_000;
 const PURGE_TRIES = 10;
+
+/**
+ * The largest raw input frame (a paste) the edge takes, written to the process in pieces of
+ * MAX_INPUT_BYTES. workerd's own WebSocket message limit is larger; a frame beyond this closes
+ * the raw client's socket with 1009 ("message too big") and says so in the reason.
+ */
+export const MAX_RAW_INPUT_FRAME_BYTES = 1 << 20;
 
 /** A host link silent (no heartbeat, no frame) this long is taken for dead when its runner's control socket is too. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
@@ -63,6 +71,7 @@ export class PtySession extends DurableObject<Env> {
   private readonly outputReads: OutputReads;
   private readonly timers: SessionTimers;
   private readonly reports: TenantReports;
+  private readonly sizes: SizePolicy;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -103,6 +112,7 @@ export class PtySession extends DurableObject<Env> {
       onSignal: (sub, signal) => this.clientSignal(sub, signal),
       clientsChanged: () => this.onClientsChanged(),
     });
+    this.sizes = new SizePolicy(ctx.storage, (id) => this.clients.connected(id));
     this.timers = new SessionTimers(ctx.storage, {
       fire: (name) => this.onDeadline(name),
       clients: () => this.clients.count(),
@@ -462,11 +472,20 @@ export class PtySession extends DurableObject<Env> {
 
   // ---- Client requests (from the hub) ----
 
-  /** Input from a client socket: checked per frame against its role, the size and the runner's input bound. */
+  /**
+   * Input from a client socket: checked per frame against its role, the size and the runner's
+   * input bound. A framed client's frame is at most MAX_INPUT_BYTES (else PAYLOAD_TOO_LARGE); a
+   * raw client's (a paste, which it cannot split or hear refused) is written in pieces of at
+   * most MAX_INPUT_BYTES, up to MAX_RAW_INPUT_FRAME_BYTES; beyond, the socket is closed with 1009.
+   */
   private clientInput(sub: SocketSubscriber, bytes: Uint8Array): void {
     const max = limits(this.env).maxInputBytes;
+    if (sub.kind === "raw" && bytes.byteLength > MAX_RAW_INPUT_FRAME_BYTES) {
+      log.warn("client.input", { key: this.keyForLog(), outcome: "raw_frame_too_large", bytes: bytes.byteLength });
+      return sub.close(1009, `input frame is ${bytes.byteLength} bytes; at most ${MAX_RAW_INPUT_FRAME_BYTES}`);
+    }
     const refused =
-      bytes.byteLength > max
+      sub.kind !== "raw" && bytes.byteLength > max
         ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
         : (this.refuseWrite(sub) ?? this.refuseWhileInputFull());
     // A raw client hears no error message: input it cannot deliver ends its socket instead.
@@ -474,14 +493,27 @@ export class PtySession extends DurableObject<Env> {
       return sub.close(1013, "input refused: the process is not reading its input");
     }
     if (refused) return sub.control({ type: "error", ...refused.failure });
-    this.links.sendBytes(encodeInput(bytes));
+    // The size follows whoever typed last: this client's window, if it differs, applies first.
+    const wanted = this.sizes.typed(sub);
+    const record = this.record.current?.record;
+    if (wanted && record && (wanted.cols !== record.cols || wanted.rows !== record.rows)) {
+      this.applyResize(wanted.cols, wanted.rows);
+    }
+    for (let at = 0; at < bytes.byteLength; at += max) this.links.sendBytes(encodeInput(bytes.subarray(at, at + max)));
     this.timers.noteActivity(Date.now());
   }
 
+  /**
+   * A client's `resize` (size-policy.ts): applied when it comes from the client that typed last
+   * (or nobody connected has typed), else remembered for when that client types, and answered,
+   * to it alone, with the size the session keeps. A viewer's is refused.
+   */
   private clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
     const refused = this.refuseWrite(sub);
     if (refused) return sub.control({ type: "error", ...refused.failure });
-    this.applyResize(cols, rows);
+    if (this.sizes.requested(sub, { cols, rows })) return this.applyResize(cols, rows);
+    const record = this.record.current?.record;
+    if (record) sub.control({ type: "resize", cols: record.cols, rows: record.rows });
   }
 
   private clientSignal(sub: SocketSubscriber, signal: SignalName): void {

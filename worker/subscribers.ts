@@ -39,6 +39,15 @@ export interface ClientAttachment {
   owner?: boolean;
   /** Closed by the edge (cut, ended): holds no slot while its close completes. */
   cut?: boolean;
+  /** Names the client for the size policy ("who typed last"); absent on attachments made before it. */
+  id?: string;
+  /** The size the client last asked for with `resize` (its window), or absent (size-policy.ts). */
+  size?: TermSize | null;
+}
+
+export interface TermSize {
+  cols: number;
+  rows: number;
 }
 
 /**
@@ -61,6 +70,10 @@ export class SocketSubscriber implements Subscriber {
     public live: boolean,
     readonly readOnly: boolean,
     readonly owner: boolean,
+    /** Names this client for the size policy; kept across hibernation. */
+    readonly id: string = crypto.randomUUID(),
+    /** The size this client last asked for (its window), applied or not (size-policy.ts). */
+    public size: TermSize | null = null,
   ) {
     this.acked = cursor;
   }
@@ -130,6 +143,8 @@ export class SocketSubscriber implements Subscriber {
         readOnly: this.readOnly,
         owner: this.owner,
         cut: this.closed,
+        id: this.id,
+        size: this.size,
       } satisfies ClientAttachment);
     } catch {
       // the socket is gone: nothing to keep

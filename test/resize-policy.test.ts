@@ -1,0 +1,120 @@
+// Who sets the size (DESIGN §5): a session's size follows the writer that typed most recently
+// (tmux's `latest`). A phone-sized writer and a desktop writer on one session: the one that
+// typed last keeps its size while the other re-sends its own; typing makes a client's size the
+// session's; a viewer's resize changes nothing; before anyone typed, a writer's resize applies;
+// REST resize always applies. The size is checked where it matters: `stty size` in the PTY.
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { TENANTS } from "./global-setup.js";
+import { Api, TermClient } from "./harness.js";
+
+const url = inject("edgeUrl");
+const api = new Api(url, TENANTS.acme);
+const created: string[] = [];
+const clients: TermClient[] = [];
+
+afterAll(async () => {
+  for (const client of clients) client.socket.terminate();
+  await Promise.all(created.map((id) => api.destroy(id)));
+});
+
+async function mint(id: string, role: "viewer" | "writer"): Promise<string> {
+  const res = await api.request("POST", `/v1/sessions/${id}/tokens`, { role, ttlSec: 600 });
+  expect(res.status).toBe(201);
+  return res.body.token;
+}
+
+function connect(id: string, credential: string) {
+  const client = new TermClient(url, id, credential);
+  clients.push(client);
+  return client;
+}
+
+const resizes = (client: TermClient) => client.messages.filter((m) => m.type === "resize");
+
+/** Sends `resize` and resolves with the next `resize` message this client receives. */
+async function resize(client: TermClient, cols: number, rows: number) {
+  const before = resizes(client).length;
+  client.control({ type: "resize", cols, rows });
+  await client.waitFor(() => resizes(client).length > before, `a resize message after asking for ${cols}x${rows}`);
+  return resizes(client)[before];
+}
+
+/** The PTY's size as the process sees it (`stty size` = rows cols), typed by `client`. */
+async function sttySize(client: TermClient, tag: string): Promise<string> {
+  client.send(`echo ${tag}:$(stty size):\n`);
+  const pattern = new RegExp(`${tag}:(\\d+ \\d+):`);
+  await client.waitForOutput(pattern);
+  return pattern.exec(client.text)?.[1] ?? "";
+}
+
+async function size(id: string) {
+  const s = await api.get(id);
+  return { cols: s.cols, rows: s.rows };
+}
+
+describe("resize policy", () => {
+  it("follows the writer that typed last: a phone and a desktop on one session, and a viewer", async () => {
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
+    created.push(s.id);
+    const phone = connect(s.id, await mint(s.id, "writer"));
+    const desktop = connect(s.id, await mint(s.id, "writer"));
+    const viewer = connect(s.id, await mint(s.id, "viewer"));
+    await Promise.all([phone, desktop, viewer].map((c) => c.waitForMessage((m) => m.type === "live", "live")));
+
+    // Before anyone typed, any writer's resize applies, and everyone hears of it.
+    expect(await resize(phone, 40, 20)).toEqual({ type: "resize", cols: 40, rows: 20 });
+    await viewer.waitFor(() => resizes(viewer).length === 1, "the viewer hears the phone's size");
+    expect(await size(s.id)).toEqual({ cols: 40, rows: 20 });
+    expect(await resize(desktop, 120, 40)).toEqual({ type: "resize", cols: 120, rows: 40 });
+    expect(await size(s.id)).toEqual({ cols: 120, rows: 40 });
+
+    // The desktop types: the size is its own, and the phone re-sending its size changes nothing;
+    // the phone is told the size the session keeps.
+    expect(await sttySize(desktop, "desk1")).toBe("40 120");
+    expect(await resize(phone, 40, 20)).toEqual({ type: "resize", cols: 120, rows: 40 });
+    expect(await size(s.id)).toEqual({ cols: 120, rows: 40 });
+    expect(await sttySize(desktop, "desk2")).toBe("40 120");
+
+    // A viewer's resize is refused and changes nothing.
+    viewer.control({ type: "resize", cols: 99, rows: 33 });
+    expect(await viewer.waitForMessage((m) => m.type === "error", "the viewer's refusal")).toEqual({
+      type: "error",
+      code: "FORBIDDEN",
+      message: "a viewer may not send input, resize or signal",
+    });
+    expect(await size(s.id)).toEqual({ cols: 120, rows: 40 });
+
+    // The phone types: its remembered size applies before its input reaches the process.
+    const desktopHeard = resizes(desktop).length;
+    expect(await sttySize(phone, "phone1")).toBe("20 40");
+    expect(await size(s.id)).toEqual({ cols: 40, rows: 20 });
+    await desktop.waitFor(() => resizes(desktop).length > desktopHeard, "the desktop hears the phone's size");
+    expect(resizes(desktop).at(-1)).toEqual({ type: "resize", cols: 40, rows: 20 });
+
+    // Now the desktop's resize is only remembered, until it types again.
+    expect(await resize(desktop, 120, 40)).toEqual({ type: "resize", cols: 40, rows: 20 });
+    expect(await size(s.id)).toEqual({ cols: 40, rows: 20 });
+    expect(await sttySize(desktop, "desk3")).toBe("40 120");
+    expect(await size(s.id)).toEqual({ cols: 120, rows: 40 });
+
+    // REST resize (a writer token) always applies.
+    const rest = await new Api(url, await mint(s.id, "writer")).request("POST", `/v1/sessions/${s.id}/resize`, { cols: 100, rows: 30 });
+    expect(rest.status).toBe(200);
+    expect({ cols: rest.body.cols, rows: rest.body.rows }).toEqual({ cols: 100, rows: 30 });
+    expect(await sttySize(phone, "phone2")).toBe("20 40"); // and the phone typing takes it back
+  });
+
+  it("lets the next writer resize once the client that typed last has gone", async () => {
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
+    created.push(s.id);
+    const desktop = connect(s.id, await mint(s.id, "writer"));
+    const phone = connect(s.id, await mint(s.id, "writer"));
+    await Promise.all([desktop, phone].map((c) => c.waitForMessage((m) => m.type === "live", "live")));
+    await resize(desktop, 120, 40);
+    expect(await sttySize(desktop, "desk")).toBe("40 120");
+    expect(await resize(phone, 40, 20)).toEqual({ type: "resize", cols: 120, rows: 40 });
+    await desktop.close();
+    expect(await resize(phone, 40, 20)).toEqual({ type: "resize", cols: 40, rows: 20 });
+    expect(await size(s.id)).toEqual({ cols: 40, rows: 20 });
+  });
+});
