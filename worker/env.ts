@@ -33,6 +33,8 @@ export interface Env {
   SESSION_RETAIN_SEC?: string;
   /** Longest quiet time on an SSE stream before a keep-alive comment (default 15 s). */
   SSE_KEEPALIVE_MS?: string;
+  /** Origins whose pages may call the REST API from a browser: comma-separated, `*` for any; unset = none. */
+  CORS_ORIGINS?: string;
   LOG_LEVEL?: string;
 }
 

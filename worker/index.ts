@@ -4,6 +4,7 @@ import { ApiError } from "../shared/errors.js";
 import { setLogLevel } from "../shared/log.js";
 import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } from "./auth.js";
 import { type Env, poolStub, sessionStub } from "./env.js";
+import { apiCors } from "./cors.js";
 import { renderError } from "./errors.js";
 import { SESSION_ID } from "./schemas.js";
 import { eventRoutes } from "./events-routes.js";
@@ -19,6 +20,10 @@ app.use("*", async (c, next) => {
   setLogLevel(c.env.LOG_LEVEL);
   await next();
 });
+
+// Before authentication: preflights from allowed origins are answered without credentials.
+app.use("/v1/*", apiCors);
+app.use("/healthz", apiCors);
 
 app.get("/healthz", (c) => c.json({ ok: true }));
 

@@ -1,0 +1,170 @@
+// CORS (issue 14): a page on an origin listed in CORS_ORIGINS calls the REST API from a real
+// browser (Debian's chromium via playwright-core) with session tokens in `Authorization`, which
+// makes chromium send a preflight first; a page on an origin not listed is blocked by the
+// browser. The pages are served by a tiny HTTP server on other ports (other origins) than the
+// edge's, which runs with CORS_ORIGINS set to the first page's origin.
+import { type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Browser, type Page, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import { toolPath } from "../scripts/test-tools.js";
+import { Api, fetchOutput, until, waitForRunners } from "./harness.js";
+
+const KEY = "cors-key";
+let edge: Edge;
+let runner: ManagedProcess;
+let browser: Browser;
+const servers: Server[] = [];
+let allowedOrigin: string;
+let otherOrigin: string;
+
+/** A page server: one empty HTML page at `/`, on a port of its own (its own origin). */
+async function pageServer(): Promise<string> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end("<!doctype html><title>cors page</title><p>another origin</p>");
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  allowedOrigin = await pageServer();
+  otherOrigin = await pageServer();
+  const runnerToken = secret();
+  edge = await startEdge({ apiKeys: `acme:${KEY}`, runnerToken, vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example` } });
+  runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "cors-runner" });
+  await waitForRunners(edge.url, runnerToken, 1);
+  browser = await chromium.launch({
+    executablePath: toolPath("chromium"),
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await runner?.stop();
+  await edge?.stop();
+  for (const server of servers) server.close();
+});
+
+async function openPage(origin: string): Promise<Page> {
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${origin}/`);
+  return page;
+}
+
+interface PageAnswer {
+  ok: boolean;
+  status?: number;
+  body?: string;
+  headers?: Record<string, string | null>;
+  error?: string;
+}
+
+/** `fetch` run by the page itself (its origin, its CORS rules); the answer as the page can read it. */
+function pageFetch(page: Page, target: string, init: { method?: string; headers?: Record<string, string>; body?: string }) {
+  return page.evaluate(
+    async ({ target, init }): Promise<PageAnswer> => {
+      try {
+        const res = await fetch(target, init);
+        const headers: Record<string, string | null> = {};
+        for (const name of ["content-type", "x-offset-from", "x-offset-to", "retry-after"]) headers[name] = res.headers.get(name);
+        return { ok: true, status: res.status, body: await res.text(), headers };
+      } catch (error) {
+        return { ok: false, error: String(error) };
+      }
+    },
+    { target, init },
+  );
+}
+
+describe("CORS", () => {
+  it("lets a page on a listed origin use the API with session tokens, and blocks a page on another", async () => {
+    const api = new Api(edge.url, KEY);
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+    const token = async (role: string) => (await api.request("POST", `/v1/sessions/${s.id}/tokens`, { role })).body.token as string;
+    const viewer = await token("viewer");
+    const writer = await token("writer");
+    const page = await openPage(allowedOrigin);
+    const auth = (t: string) => ({ authorization: `Bearer ${t}` });
+
+    // Reading with a viewer token (Authorization makes it a preflighted request).
+    const got = await pageFetch(page, `${edge.url}/v1/sessions/${s.id}`, { headers: auth(viewer) });
+    expect(got).toMatchObject({ ok: true, status: 200 });
+    expect(JSON.parse(got.body ?? "")).toMatchObject({ id: s.id, status: "running" });
+
+    // Typing with a writer token: a JSON POST.
+    const typed = await pageFetch(page, `${edge.url}/v1/sessions/${s.id}/input`, {
+      method: "POST",
+      headers: { ...auth(writer), "content-type": "application/json" },
+      body: JSON.stringify({ data: "echo cors-$((6*7))\n" }),
+    });
+    expect(typed).toMatchObject({ ok: true, status: 202 });
+    expect(JSON.parse(typed.body ?? "")).toEqual({ bytes: 19 });
+    await until(async () => (await fetchOutput(api, s.id, 0)).bytes.includes("cors-42\r\n"), 10_000, "the page's input to run");
+
+    // Errors are readable by the page too, and exposed headers are visible.
+    const refused = await pageFetch(page, `${edge.url}/v1/sessions/${s.id}/input`, {
+      method: "POST",
+      headers: { ...auth(viewer), "content-type": "application/json" },
+      body: JSON.stringify({ data: "echo no\n" }),
+    });
+    expect(refused).toMatchObject({ ok: true, status: 403 });
+    expect(JSON.parse(refused.body ?? "").error.code).toBe("FORBIDDEN");
+    const output = await pageFetch(page, `${edge.url}/v1/sessions/${s.id}/output?from=0`, { headers: auth(viewer) });
+    expect(output).toMatchObject({ ok: true, status: 200 });
+    expect(output.body).toContain("cors-42");
+    expect(output.headers?.["x-offset-from"]).toBe("0");
+    expect(Number(output.headers?.["x-offset-to"])).toBeGreaterThan(0);
+
+    // A page on an origin that is not listed: the browser refuses to hand over the answer.
+    const other = await openPage(otherOrigin);
+    const blocked = await pageFetch(other, `${edge.url}/v1/sessions/${s.id}`, { headers: auth(viewer) });
+    expect(blocked).toEqual({ ok: false, error: "TypeError: Failed to fetch" });
+    const blockedSimple = await pageFetch(other, `${edge.url}/healthz`, {});
+    expect(blockedSimple).toEqual({ ok: false, error: "TypeError: Failed to fetch" });
+    expect(await pageFetch(page, `${edge.url}/healthz`, {})).toMatchObject({ ok: true, status: 200, body: '{"ok":true}' });
+    await api.destroy(s.id);
+  });
+
+  it("answers preflights from listed origins without credentials, and gives other origins no CORS headers", async () => {
+    const preflight = (origin: string) =>
+      fetch(`${edge.url}/v1/sessions/anything/input`, {
+        method: "OPTIONS",
+        headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization,content-type" },
+      });
+    const allowed = await preflight(allowedOrigin);
+    expect(allowed.status).toBe(204);
+    const cors = (res: Response) => Object.fromEntries([...res.headers].filter(([name]) => name.startsWith("access-control-")));
+    expect(cors(allowed)).toEqual({
+      "access-control-allow-origin": allowedOrigin,
+      "access-control-allow-methods": "GET,POST,PATCH,DELETE",
+      "access-control-allow-headers": "Authorization,Content-Type,Last-Event-ID,Idempotency-Key",
+      "access-control-expose-headers": "X-Offset-From,X-Offset-To,Retry-After",
+      "access-control-max-age": "600",
+    });
+    expect(allowed.headers.get("vary")).toContain("Origin");
+
+    const unlisted = await preflight(otherOrigin);
+    expect(cors(unlisted)).toEqual({});
+    expect(unlisted.status).toBe(401);
+    const plain = await fetch(`${edge.url}/v1/sessions`, { headers: { origin: otherOrigin, authorization: `Bearer ${KEY}` } });
+    expect(plain.status).toBe(200);
+    expect(cors(plain)).toEqual({});
+    const listed = await fetch(`${edge.url}/v1/sessions`, { headers: { origin: allowedOrigin, authorization: `Bearer ${KEY}` } });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get("access-control-allow-origin")).toBe(allowedOrigin);
+  });
+});
