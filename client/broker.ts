@@ -10,45 +10,45 @@ export interface PtyBrokerOptions {
   /** The edge's base URL, e.g. `https://ptybroker.example.workers.dev`. */
   url: string;
   /** The tenant's API key. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** A session token instead (`viewer` or `writer`, one session). */
-  token?: string;
-  fetch?: typeof fetch;
+  token?: string | undefined;
+  fetch?: typeof fetch | undefined;
   /**
    * A WebSocket class with the browser's API. Default: the `ws` package in Node (which can send
    * the Authorization header), the global WebSocket elsewhere.
    */
-  WebSocket?: new (url: string) => SocketLike;
+  WebSocket?: (new (url: string) => SocketLike) | undefined;
 }
 
 export interface CreateOptions {
-  command?: string;
-  args?: string[];
-  cwd?: string;
-  env?: Record<string, string>;
-  cols?: number;
-  rows?: number;
-  id?: string;
-  tags?: string[];
-  label?: string;
+  command?: string | undefined;
+  args?: string[] | undefined;
+  cwd?: string | undefined;
+  env?: Record<string, string> | undefined;
+  cols?: number | undefined;
+  rows?: number | undefined;
+  id?: string | undefined;
+  tags?: string[] | undefined;
+  label?: string | undefined;
   /** The most the session may live, in seconds (0: no limit). */
-  timeoutSec?: number;
+  timeoutSec?: number | undefined;
   /** End it after this many seconds without input or output (0: never). */
-  idleTimeoutSec?: number;
+  idleTimeoutSec?: number | undefined;
   /** End it after this many seconds with no client attached (0: never). */
-  detachedTimeoutSec?: number;
+  detachedTimeoutSec?: number | undefined;
 }
 
 export interface ListFilter {
-  status?: SessionStatus;
-  tag?: string;
+  status?: SessionStatus | undefined;
+  tag?: string | undefined;
 }
 
 export interface ListPageOptions extends ListFilter {
   /** Sessions per page, 1..1000 (the server's default: 100). */
-  limit?: number;
+  limit?: number | undefined;
   /** `nextCursor` of the previous page; omitted for the first. */
-  cursor?: string;
+  cursor?: string | undefined;
 }
 
 export interface OutputRange {
@@ -110,7 +110,7 @@ export class PtyBroker {
    * Every session (matching the filter), oldest first: follows `nextCursor` page by page, so
    * it may take several requests. `pageSize` is the `limit` of each (default 1000, the most).
    */
-  async list(options: ListFilter & { pageSize?: number } = {}): Promise<Session[]> {
+  async list(options: ListFilter & { pageSize?: number | undefined } = {}): Promise<Session[]> {
     const { pageSize = 1000, ...filter } = options;
     const all: Session[] = [];
     let cursor: string | undefined;
@@ -155,12 +155,12 @@ export class PtyBroker {
   }
 
   /** SIGHUP, then SIGKILL after a grace; answers once the process is gone. */
-  kill(id: string, options: { purge?: boolean } = {}): Promise<Session> {
+  kill(id: string, options: { purge?: boolean | undefined } = {}): Promise<Session> {
     return this.http.json("DELETE", `${this.path(id)}${options.purge ? "?purge=true" : ""}`);
   }
 
   /** The session once it has ended, or as it is after `timeoutSec` (default 30, at most 300). */
-  wait(id: string, options: { timeoutSec?: number } = {}): Promise<Session> {
+  wait(id: string, options: { timeoutSec?: number | undefined } = {}): Promise<Session> {
     return this.http.json("GET", `${this.path(id)}/wait${options.timeoutSec ? `?timeoutSec=${options.timeoutSec}` : ""}`);
   }
 
@@ -177,7 +177,7 @@ export class PtyBroker {
   }
 
   /** Logged output from `from` (default: the oldest retained byte), at most 8 MiB per call. */
-  async output(id: string, range: { from?: number; to?: number } = {}): Promise<OutputRange> {
+  async output(id: string, range: { from?: number | undefined; to?: number | undefined } = {}): Promise<OutputRange> {
     const query = new URLSearchParams();
     if (range.from !== undefined) query.set("from", String(range.from));
     if (range.to !== undefined) query.set("to", String(range.to));
@@ -187,7 +187,7 @@ export class PtyBroker {
   }
 
   /** Mints a session token (API key only): `viewer` reads, `writer` also types. */
-  createToken(id: string, role: "viewer" | "writer", options: { ttlSec?: number } = {}): Promise<{ token: string; expiresAt: string }> {
+  createToken(id: string, role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<{ token: string; expiresAt: string }> {
     return this.http.json("POST", `${this.path(id)}/tokens`, { role, ttlSec: options.ttlSec });
   }
 

@@ -31,22 +31,22 @@ export interface EventsOptions {
    * Start after this event id: every event after it, in order (a `gap` first when some are no
    * longer kept; `after: 0` replays everything kept). Default: only events from now on.
    */
-  after?: number;
+  after?: number | undefined;
   /** Ends the iteration (it then finishes with `done`, no error) and closes the request. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Reconnect backoff: exponential from `baseMs` (250) to `maxMs` (5000), with jitter. */
-  reconnect?: { baseMs?: number; maxMs?: number };
+  reconnect?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
   /**
    * A stream silent this long while the caller waits is taken for dead and redialled. The server
    * sends a keep-alive at least every 15 s. Default 45 s.
    */
-  staleMs?: number;
+  staleMs?: number | undefined;
   /**
    * The connection's state: `connecting` (first attempt) → `open` ⇄ `reconnecting` → `closed`.
    * Called on every change, and again for every failed attempt, with the error that caused it
    * (`closed` carries an error only when the iteration ends with one).
    */
-  onState?: (state: ConnectionState, error?: PtyBrokerError) => void;
+  onState?: ((state: ConnectionState, error?: PtyBrokerError) => void) | undefined;
 }
 
 /** Events buffered by the SSE parser between two lines are bounded: ours are small. */

@@ -5,9 +5,9 @@ import { PtyBrokerError } from "./errors.js";
 
 export interface Credentials {
   /** The tenant's API key: may do everything. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** A session token (`viewer` or `writer`) bound to one session. */
-  token?: string;
+  token?: string | undefined;
 }
 
 export class Http {
@@ -38,7 +38,7 @@ export class Http {
     method: string,
     path: string,
     body?: unknown,
-    options: { signal?: AbortSignal; headers?: Record<string, string> } = {},
+    options: { signal?: AbortSignal | undefined; headers?: Record<string, string> | undefined } = {},
   ): Promise<Response> {
     const { signal } = options;
     const headers: Record<string, string> = { ...options.headers, authorization: this.bearer };
@@ -48,8 +48,8 @@ export class Http {
       res = await this.fetchImpl(`${this.base}${path}`, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: signal ?? null,
       });
     } catch (error) {
       throw new PtyBrokerError("NETWORK", `${method} ${path}: ${(error as Error).message}`);

@@ -28,26 +28,26 @@ export type DataListener = (bytes: Uint8Array, offset: number) => void;
 
 export interface ConnectOptions {
   /** An offset to resume from, `"live"` for no replay, or omitted for everything retained. */
-  from?: number | "live";
-  onData?: DataListener;
+  from?: number | "live" | undefined;
+  onData?: DataListener | undefined;
   /** Reconnect backoff: exponential from `baseMs` to `maxMs`, with jitter. */
-  reconnect?: { baseMs?: number; maxMs?: number };
+  reconnect?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
   /** Ping interval; a socket silent for two intervals is given up and redialled. Default 5 s. */
-  heartbeatMs?: number;
+  heartbeatMs?: number | undefined;
   /** Give up connecting (reject) when the first connection is not up after this. Default 30 s. */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
 }
 
 /** What `update()` may change (`PATCH /v1/sessions/:id`); at least one field. */
 export interface SessionPatch {
   /** The most the session may live from now, in seconds (0: no limit); sets `expiresAt`. */
-  timeoutSec?: number;
+  timeoutSec?: number | undefined;
   /** End it after this many seconds without input or output (0: never). */
-  idleTimeoutSec?: number;
+  idleTimeoutSec?: number | undefined;
   /** End it after this many seconds with no client attached (0: never). */
-  detachedTimeoutSec?: number;
-  label?: string | null;
-  tags?: string[];
+  detachedTimeoutSec?: number | undefined;
+  label?: string | null | undefined;
+  tags?: string[] | undefined;
 }
 
 /** What a WebSocket must offer: the browser's API, which `ws` implements too. */
@@ -201,7 +201,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   }
 
   /** A session token for this session (`viewer` reads, `writer` also types). API key only. */
-  async token(role: "viewer" | "writer", options: { ttlSec?: number } = {}): Promise<string> {
+  async token(role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<string> {
     const { token } = await this.transport.rest<{ token: string }>("POST", this.path("tokens"), {
       role,
       ttlSec: options.ttlSec,
