@@ -1,0 +1,210 @@
+// The installable package, as a user gets it: `npm run pack:client` packs it, `npm install
+// <tarball>` puts it into an empty project, and from there, against a real stack of its own
+// (wrangler dev edge + runner): its types compile in a strict consumer, a Node script creates a
+// session, types into it and waits for its exit, and `npx ptybroker` runs. Every wait has a
+// deadline; none is a fixed sleep.
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Edge, type ManagedProcess, ROOT, secret, startEdge, startRunner, waitForRunners } from "../scripts/stack.js";
+import { Api } from "./harness.js";
+
+const run = promisify(execFile);
+const KEY = "package-key";
+const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
+/** What the server side is made of: none of it may be installed with the package. */
+const SERVER_PACKAGES = ["wrangler", "workerd", "node-pty", "ioredis", "hono", "miniflare", "zod"];
+
+/** The environment of the commands run in the project: none of this repo's npm settings. */
+const projectEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)));
+
+let project: string;
+let tarball: string;
+let packOutput: string;
+let edge: Edge;
+let runner: ManagedProcess;
+let api: Api;
+const sessions: string[] = [];
+
+function lastLine(text: string): string {
+  return text.trimEnd().split("\n").pop() ?? "";
+}
+
+beforeAll(async () => {
+  project = mkdtempSync(join(tmpdir(), "ptybroker-package-"));
+  const runnerToken = secret();
+  const [packed] = await Promise.all([
+    run("npm", ["run", "--silent", "pack:client"], { cwd: ROOT, encoding: "utf8" }),
+    (async () => {
+      edge = await startEdge({ apiKeys: `pkg:${KEY}`, runnerToken });
+      runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "package-runner" });
+      await waitForRunners(edge.url, runnerToken, 1);
+    })(),
+  ]);
+  packOutput = packed.stdout;
+  tarball = lastLine(packed.stdout);
+  api = new Api(edge.url, KEY);
+
+  writeFileSync(join(project, "package.json"), `${JSON.stringify({ name: "consumer", private: true, type: "module" }, null, 2)}\n`);
+  await run("npm", ["install", tarball, "--no-audit", "--no-fund", "--prefer-offline", "--prefix", project], {
+    cwd: project,
+    env: projectEnv,
+    encoding: "utf8",
+  });
+}, 120_000);
+
+afterAll(async () => {
+  if (api) await Promise.all(sessions.map((id) => api.destroy(id)));
+  await runner?.stop();
+  await edge?.stop();
+  if (project) rmSync(project, { recursive: true, force: true });
+});
+
+describe("the packed SDK and CLI (npm run pack:client)", () => {
+  it("packs into dist/pack, prints the tarball's absolute path last, and holds JavaScript and types only", () => {
+    expect(isAbsolute(tarball)).toBe(true);
+    expect(tarball).toBe(join(ROOT, "dist/pack/ptybroker-0.1.0.tgz"));
+    expect(existsSync(tarball)).toBe(true);
+    expect(packOutput).toMatch(/^pack:client: ptybroker-0\.1\.0\.tgz: [\d.]+ kB packed, [\d.]+ kB unpacked, 16 files; depends on ws 8\.23\.0;/m);
+    const installed = join(project, "node_modules/ptybroker");
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]));
+    expect(files(installed).sort()).toEqual([
+      "README.md",
+      "dist/cli.js",
+      "dist/client.js",
+      "dist/licenses/eventsource-parser.LICENSE",
+      "dist/licenses/hono.LICENSE",
+      "dist/types/client/broker.d.ts",
+      "dist/types/client/emitter.d.ts",
+      "dist/types/client/errors.d.ts",
+      "dist/types/client/events.d.ts",
+      "dist/types/client/http.d.ts",
+      "dist/types/client/index.d.ts",
+      "dist/types/client/pty.d.ts",
+      "dist/types/shared/errors.d.ts",
+      "dist/types/shared/protocol.d.ts",
+      "dist/types/shared/session.d.ts",
+      "package.json",
+    ]);
+    const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as Record<string, unknown>;
+    expect(manifest.dependencies).toEqual({ ws: "8.23.0" });
+    expect(manifest.bin).toEqual({ ptybroker: "dist/cli.js" });
+    // The SDK's JavaScript imports nothing but `ws` (and that only where there is no WebSocket).
+    const sdk = readFileSync(join(installed, "dist/client.js"), "utf8");
+    expect([...sdk.matchAll(/\bimport\s*\(\s*"([^"]+)"\s*\)|\bfrom\s+"([^"]+)"/g)].map((m) => m[1] ?? m[2])).toEqual(["ws"]);
+  });
+
+  it("installs into an empty project with ws alone: nothing of the server", () => {
+    const modules = readdirSync(join(project, "node_modules")).filter((name) => !name.startsWith("."));
+    expect(modules.sort()).toEqual(["ptybroker", "ws"]);
+    for (const name of SERVER_PACKAGES) expect(existsSync(join(project, "node_modules", name)), name).toBe(false);
+  });
+
+  it("type-checks a consumer with strict, exactOptionalPropertyTypes and skipLibCheck: false", async () => {
+    writeFileSync(
+      join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          lib: ["ES2022", "DOM"],
+          types: [],
+          strict: true,
+          exactOptionalPropertyTypes: true,
+          skipLibCheck: false,
+          noEmit: true,
+        },
+        files: ["consumer.ts"],
+      }),
+    );
+    writeFileSync(
+      join(project, "consumer.ts"),
+      `import { type BrokerEvent, type ExitInfo, type ListPageOptions, type Pty, PtyBroker, PtyBrokerError, type Session } from "ptybroker/client";
+
+declare const env: Record<string, string | undefined>;
+const broker = new PtyBroker({ url: "http://127.0.0.1:8787", apiKey: env.KEY, token: undefined });
+const cursor: string | undefined = env.CURSOR;
+const options: ListPageOptions = { status: "running", cursor };
+
+export async function use(): Promise<ExitInfo> {
+  const pty: Pty = await broker.create({ cols: 80, rows: 24, label: env.LABEL, onData: (bytes: Uint8Array, offset: number) => void [bytes, offset] });
+  const sessions: Session[] = (await broker.listPage(options)).sessions;
+  pty.on("exit", (info: ExitInfo) => void [info.reason, sessions]);
+  for await (const event of broker.events({ after: undefined })) {
+    const e: BrokerEvent = event;
+    if (e.type !== "gap") void e.session.status;
+  }
+  // @ts-expect-error: not a signal the API knows
+  await pty.signal("SIGFOO");
+  try {
+    await pty.sendInput("exit 3\\n");
+  } catch (error) {
+    if (error instanceof PtyBrokerError && error.code === "FORBIDDEN") throw error;
+  }
+  return pty.wait();
+}
+`,
+    );
+    const result = await run(join(ROOT, "node_modules/.bin/tsc"), ["-p", join(project, "tsconfig.json")], {
+      cwd: project,
+      encoding: "utf8",
+    }).catch((error: { stdout: string; code: number }) => ({ stdout: error.stdout, code: error.code }));
+    expect(result.stdout).toBe("");
+  });
+
+  it("runs a Node script from the project: create, sendInput, wait, the exit code", async () => {
+    writeFileSync(
+      join(project, "run.mjs"),
+      `import { PtyBroker } from "ptybroker/client";
+
+const broker = new PtyBroker({ url: process.env.PTYBROKER_URL, apiKey: process.env.PTYBROKER_API_KEY });
+const decoder = new TextDecoder();
+let text = "";
+const pty = await broker.create({
+  command: "/bin/bash",
+  args: ["--norc", "--noprofile"],
+  label: "package-test",
+  onData: (bytes) => (text += decoder.decode(bytes, { stream: true })),
+});
+await pty.sendInput("echo sum=$((40+2)); exit 7\\n");
+const exit = await pty.wait();
+pty.close();
+console.log(JSON.stringify({ id: pty.id, exit, text }));
+`,
+    );
+    const { stdout } = await run(process.execPath, ["run.mjs"], {
+      cwd: project,
+      env: { ...projectEnv, PTYBROKER_URL: edge.url, PTYBROKER_API_KEY: KEY },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    const result = JSON.parse(lastLine(stdout)) as { id: string; exit: unknown; text: string };
+    sessions.push(result.id);
+    const session = await api.get(result.id);
+    expect(result.exit).toEqual({ status: "exited", exitCode: 7, signal: null, reason: "exit", offset: session.offset });
+    // The output as a line of its own (bash's bracketed paste ends the echoed command with \r).
+    expect(result.text).toMatch(/[\r\n]sum=42\r\n/);
+    expect(session).toMatchObject({ status: "exited", exitCode: 7, reason: "exit", label: "package-test" });
+  });
+
+  it("npx ptybroker works from the project (and a folder inside it): help and ls", async () => {
+    const env = { ...projectEnv, PTYBROKER_URL: edge.url, PTYBROKER_API_KEY: KEY };
+    const help = await run("npx", ["--no", "--", "ptybroker", "--help"], { cwd: project, env, encoding: "utf8" });
+    expect(help.stdout.split("\n")[0]).toBe("ptybroker: persistent remote terminals");
+
+    const session = await api.create({ ...BASH, label: "listed" });
+    sessions.push(session.id);
+    const inside = join(project, "src/deeper");
+    mkdirSync(inside, { recursive: true });
+    const ls = await run("npx", ["--no", "--", "ptybroker", "ls", "--status", "running"], { cwd: inside, env, encoding: "utf8" });
+    const lines = ls.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID +STATUS +REASON +COMMAND +CREATED +CLIENTS +LABEL$/);
+    expect(lines.slice(1)).toHaveLength(1);
+    expect(lines[1]).toMatch(new RegExp(`^${session.id} +running +/bin/bash --norc --noprofile +\\S+ \\S+ +0 +listed$`));
+  });
+});
