@@ -16,7 +16,17 @@ import { type TcpProxy, startProxy } from "./tcp-proxy.js";
 interface PageElement {
   textContent: string | null;
   dataset: Record<string, string | undefined>;
+  getBoundingClientRect(): { left: number; top: number; right: number; bottom: number; width: number; height: number };
 }
+interface Drawing {
+  drawImage(image: unknown, x: number, y: number): void;
+  getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+}
+declare const createImageBitmap: (blob: unknown) => Promise<{ width: number; height: number }>;
+declare const Blob: new (parts: unknown[], options: { type: string }) => unknown;
+declare const OffscreenCanvas: new (w: number, h: number) => { getContext(kind: "2d"): Drawing | null };
+declare const atob: (base64: string) => string;
+declare const getComputedStyle: (element: PageElement) => { fontSize: string };
 declare const document: {
   querySelector(selector: string): PageElement | null;
   querySelectorAll(selector: string): Iterable<PageElement>;
@@ -70,8 +80,12 @@ afterAll(async () => {
   await Promise.all([...created].map((id) => api.destroy(id)));
 });
 
-async function openPage(address: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+/** A desktop window, and a phone (an iPhone 12–15's CSS pixels, touch, mobile viewport). */
+const DESKTOP = { viewport: { width: 1280, height: 800 } };
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
+
+async function openPage(address: string, device: typeof DESKTOP | typeof PHONE = DESKTOP): Promise<Page> {
+  const context = await browser.newContext({ ...device, deviceScaleFactor: 1 });
   contexts.add(context);
   const page = await context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
@@ -83,6 +97,34 @@ async function signIn(page: Page, key: string = TENANTS.acme): Promise<void> {
   await page.locator("#apikey").fill(key);
   await page.locator("#signin").click();
   await page.locator("#sidebar").waitFor();
+}
+
+/** The size the page's terminal is drawn at (xterm's cols and rows) and the scale it is shown at. */
+async function drawn(page: Page): Promise<{ cols: number; rows: number; scale: number }> {
+  const data = await page.evaluate(() => {
+    const box = document.querySelector("#terminal");
+    return { cols: box?.dataset.cols, rows: box?.dataset.rows, scale: box?.dataset.scale };
+  });
+  return { cols: Number(data.cols), rows: Number(data.rows), scale: Number(data.scale) };
+}
+
+/** Fails unless the element is on screen: its whole box inside the viewport. */
+async function expectOnScreen(page: Page, selector: string): Promise<void> {
+  const { width, height } = page.viewportSize() ?? { width: 0, height: 0 };
+  const boxes = await page.locator(selector).evaluateAll((elements) =>
+    elements.map((e) => {
+      const r = (e as unknown as PageElement).getBoundingClientRect();
+      return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
+    }),
+  );
+  expect(boxes.length, `${selector} on the page`).toBeGreaterThan(0);
+  for (const box of boxes) {
+    expect(box.right - box.left, `${selector} has a width`).toBeGreaterThan(0);
+    expect(box.left, `${selector} left edge`).toBeGreaterThanOrEqual(0);
+    expect(box.top, `${selector} top edge`).toBeGreaterThanOrEqual(0);
+    expect(box.right, `${selector} right edge`).toBeLessThanOrEqual(width);
+    expect(box.bottom, `${selector} bottom edge`).toBeLessThanOrEqual(height);
+  }
 }
 
 /** The terminal's rendered rows (xterm.js's DOM renderer), trailing blanks trimmed. */
@@ -308,6 +350,233 @@ describe("web page", () => {
     // Every tick once, in order: nothing lost across the drop, nothing replayed twice.
     const ticks = shown.filter((row) => /^tick-\d+$/.test(row));
     expect(ticks).toEqual(Array.from({ length: 24 }, (_, i) => `tick-${i + 1}`));
+    expect(await page.locator("#message").isHidden()).toBe(true);
+  });
+  it("on a phone (390×844): a full-screen terminal of at least 40 columns, every control on screen, extra keys that send the right bytes", async () => {
+    const page = await openPage(url, PHONE);
+    await signIn(page);
+    // Nothing attached yet: the list is open, full width, with its buttons on screen.
+    for (const control of ["#menu", "#label", "#new", "#refresh", "#show-ended", "#purge-ended", "#signout"]) {
+      await expectOnScreen(page, control);
+    }
+    await page.locator("#label").fill("web-e2e-phone");
+    await page.locator("#new").click();
+    await status(page, "open").waitFor();
+    const id = attachedId(page);
+    created.add(id);
+    // The drawer gave way to the terminal, created with what fits the phone's screen.
+    expect(await page.locator("#sidebar").isHidden()).toBe(true);
+    const session = await api.get(id);
+    expect(session.cols).toBeGreaterThanOrEqual(40);
+    await until(
+      async () => JSON.stringify(await drawn(page)) === JSON.stringify({ cols: session.cols, rows: session.rows, scale: 1 }),
+      10_000,
+      `the terminal drawn at the session's ${session.cols}×${session.rows}, unscaled`,
+    );
+    const fontSize = await page.evaluate(() => {
+      const row = document.querySelector("#terminal .xterm-rows > div");
+      return row ? Number.parseFloat(getComputedStyle(row).fontSize) : 0;
+    });
+    expect(fontSize).toBeGreaterThanOrEqual(14);
+
+    await waitForRow(page, /[$#>]$/);
+    await page.locator("#terminal").click();
+    await page.keyboard.type("echo $((6*7))-phone");
+    await page.keyboard.press("Enter");
+    await waitForRow(page, "42-phone");
+    for (const control of ["#menu", "#status", "#detach", "#signout", "#keys button", "#terminal .xterm-screen"]) {
+      await expectOnScreen(page, control);
+    }
+    expect(await page.locator("#keys button").count()).toBe(9);
+
+    // The extra keys, as `cat -A` sees them: Esc, Tab, ↑ (normal cursor mode), | and ~.
+    const key = (name: string) => page.locator(`#keys button[data-key="${name}"]`).click();
+    await page.keyboard.type("cat -A");
+    await page.keyboard.press("Enter");
+    for (const name of ["esc", "tab", "up", "pipe", "tilde"]) await key(name);
+    await page.keyboard.press("Enter");
+    await waitForRow(page, "^[^I^[[A|~$");
+    // Ctrl is sticky for the next key typed: Ctrl, then "c" is ^C and ends cat.
+    await key("ctrl");
+    expect(await page.locator('#keys button[data-key="ctrl"]').getAttribute("aria-pressed")).toBe("true");
+    await page.keyboard.type("c");
+    expect(await page.locator('#keys button[data-key="ctrl"]').getAttribute("aria-pressed")).toBe("false");
+    await page.keyboard.type("echo after-ctrl-c-$((2*4))");
+    await page.keyboard.press("Enter");
+    await waitForRow(page, "after-ctrl-c-8");
+    // In application cursor mode (what vim and less turn on) the arrows send ESC O A…D.
+    await page.keyboard.type("printf '\\e[?1h'; cat -A; printf '\\e[?1l'");
+    await page.keyboard.press("Enter");
+    await until(async () => (await rows(page)).some((row) => row.endsWith("printf '\\e[?1l'")), 10_000, "the command to echo");
+    for (const name of ["up", "left", "down", "right"]) await key(name);
+    await page.keyboard.press("Enter");
+    await waitForRow(page, "^[OA^[OD^[OB^[OC$");
+    await key("ctrl");
+    await page.keyboard.type("d"); // ^D: end of input for cat
+    await page.keyboard.type("clear");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("ls -1 /etc | head -n 6; echo container_info.json; echo $((6*7))-phone");
+    await page.keyboard.press("Enter");
+    await waitForRow(page, "42-phone");
+    await page.screenshot({ path: join(ROOT, "docs/web-phone.png") });
+
+    // The list is a drawer over the terminal: full width, every button on screen.
+    await page.locator("#menu").click();
+    await page.locator(`#sessions tr[data-id="${id}"].attached`).waitFor();
+    for (const control of ["#label", "#new", "#refresh", "#show-ended", "#purge-ended", `#sessions tr[data-id="${id}"] button`]) {
+      await expectOnScreen(page, control);
+    }
+    const drawer = await page.locator("#sidebar").boundingBox();
+    expect(drawer?.width).toBe(390);
+    await page.screenshot({ path: join(ROOT, "docs/web-phone-list.png") });
+    await page.locator("#menu").click();
+    expect(await page.locator("#sidebar").isHidden()).toBe(true);
+    expect(await page.locator("#message").isHidden()).toBe(true);
+  });
+
+  it("a phone viewer and a desktop writer on one session: the session keeps the writer's size, the phone shows it scaled", async () => {
+    const desktop = await openPage(url);
+    await signIn(desktop);
+    await desktop.locator("#label").fill("web-e2e-shared");
+    await desktop.locator("#new").click();
+    await status(desktop, "open").waitFor();
+    const id = attachedId(desktop);
+    created.add(id);
+    const wide = await drawn(desktop);
+    expect(wide.cols).toBeGreaterThan(80);
+
+    const minted = await api.request<{ token: string }>("POST", `/v1/sessions/${id}/tokens`, { role: "viewer" });
+    const phone = await openPage(`${url}/#session=${id}&token=${minted.body.token}`, PHONE);
+    await status(phone, "open").waitFor();
+    await desktop.locator("#terminal").click();
+    await desktop.keyboard.type("echo writer-$((2+3)); tput cols");
+    await desktop.keyboard.press("Enter");
+    await waitForRow(desktop, "writer-5");
+    await waitForRow(phone, "writer-5");
+    await waitForRow(phone, String(wide.cols));
+
+    // The session has the desktop's size; the phone draws that size, scaled down to fit.
+    const session = await api.get(id);
+    expect({ cols: session.cols, rows: session.rows }).toEqual({ cols: wide.cols, rows: wide.rows });
+    const small = await drawn(phone);
+    expect({ cols: small.cols, rows: small.rows }).toEqual({ cols: wide.cols, rows: wide.rows });
+    expect(small.scale).toBeLessThan(1);
+    await expectOnScreen(phone, "#terminal .xterm-screen");
+    expect(await phone.locator("#keys").isHidden()).toBe(true); // a viewer has nothing to type
+    await phone.screenshot({ path: join(ROOT, "docs/web-phone-viewer.png") });
+    // A tap on the size shows the session at actual size, scrolled; another scales it again.
+    await phone.locator("#size", { hasText: `${wide.cols}×${wide.rows} fit` }).click();
+    await phone.locator("#size", { hasText: `${wide.cols}×${wide.rows} 1:1` }).waitFor();
+    expect((await drawn(phone)).scale).toBe(1);
+    await phone.locator("#size").click();
+    await phone.locator("#size", { hasText: /fit$/ }).waitFor();
+    expect((await drawn(phone)).scale).toBeLessThan(1);
+
+    // The phone turned sideways is still a viewer: the session keeps its size.
+    await phone.setViewportSize({ width: 844, height: 390 });
+    await desktop.keyboard.type("echo still-$((3+4))");
+    await desktop.keyboard.press("Enter");
+    await waitForRow(phone, "still-7");
+    const after = await api.get(id);
+    expect({ cols: after.cols, rows: after.rows }).toEqual({ cols: wide.cols, rows: wide.rows });
+    expect(await desktop.locator("#message").isHidden()).toBe(true);
+    expect(await phone.locator("#message").isHidden()).toBe(true);
+  });
+
+  it("draws underscores: the pixels under a row of `_` are lit", async () => {
+    const page = await openPage(url);
+    await signIn(page);
+    await page.locator("#new").click();
+    await status(page, "open").waitFor();
+    created.add(attachedId(page));
+    await waitForRow(page, /[$#>]$/);
+    await page.locator("#terminal").click();
+    await page.keyboard.type("printf '%.0s_' $(seq 1 40); echo; echo");
+    await page.keyboard.press("Enter");
+    const underscores = "_".repeat(40);
+    const shown = await waitForRow(page, underscores);
+    const index = shown.indexOf(underscores);
+
+    // Where that row is inside the terminal's screen, and how wide its 40 cells are.
+    const where = await page.evaluate((index: number) => {
+      const screen = document.querySelector("#terminal .xterm-screen");
+      const row = Array.from(document.querySelectorAll("#terminal .xterm-rows > div"))[index];
+      const box = document.querySelector("#terminal");
+      if (!screen || !row || !box) throw new Error("no terminal");
+      const s = screen.getBoundingClientRect();
+      const r = row.getBoundingClientRect();
+      const cell = s.width / Number(box.dataset.cols);
+      // The row's box, and half the (empty) row below it, where a glyph's descent may reach.
+      const half = Math.floor(r.height / 2);
+      return { top: Math.round(r.top - s.top), bottom: Math.round(r.bottom - s.top) + half, left: 0, right: Math.floor(cell * 40) };
+    }, index);
+    const png = await page.locator("#terminal .xterm-screen").screenshot();
+    // Decoded in the page (createImageBitmap, a canvas): how many pixels are lit on each pixel row of the cells.
+    const lit = await page.evaluate(
+      async (arg: { png: string; top: number; bottom: number; left: number; right: number }) => {
+        const bytes = Uint8Array.from(atob(arg.png), (c) => c.charCodeAt(0));
+        const bitmap = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+        const context = new OffscreenCanvas(bitmap.width, bitmap.height).getContext("2d");
+        if (!context) throw new Error("no 2d context");
+        context.drawImage(bitmap, 0, 0);
+        const { data } = context.getImageData(0, 0, bitmap.width, bitmap.height);
+        const counts: number[] = [];
+        for (let y = arg.top; y < arg.bottom; y++) {
+          let n = 0;
+          for (let x = arg.left; x < arg.right; x++) {
+            const i = (y * bitmap.width + x) * 4;
+            if ((data[i] ?? 0) + (data[i + 1] ?? 0) + (data[i + 2] ?? 0) > 3 * 96) n++;
+          }
+          counts.push(n);
+        }
+        return counts;
+      },
+      { png: png.toString("base64"), ...where },
+    );
+    // A line of lit pixels across (nearly) all 40 cells, below the middle of the row. (With
+    // xterm's lineHeight at 1 there is none: the line is cut off, and `_` reads as a space.)
+    const best = Math.max(...lit);
+    const at = lit.indexOf(best);
+    expect(best, `lit pixels per pixel row: ${JSON.stringify(lit)}`).toBeGreaterThanOrEqual(0.8 * (where.right - where.left));
+    expect(at, `lit pixels per pixel row: ${JSON.stringify(lit)}`).toBeGreaterThanOrEqual(lit.length / 2);
+  });
+
+  it("hides ended sessions unless asked, and purges them one by one or all at once", async () => {
+    const tag = randomBytes(4).toString("hex");
+    const running = await api.create({ ...BASH, label: `web-e2e-running-${tag}` });
+    const ended = [await api.create({ ...BASH, label: `web-e2e-ended-a-${tag}` }), await api.create({ ...BASH, label: `web-e2e-ended-b-${tag}` })];
+    for (const s of [running, ...ended]) created.add(s.id);
+    for (const s of ended) await api.input(s.id, "exit 0\n");
+    for (const s of ended) {
+      await until(async () => (await api.get(s.id)).status === "exited", 15_000, `${s.id} to exit`);
+    }
+
+    const page = await openPage(url);
+    await signIn(page);
+    await page.locator(`#sessions tr[data-id="${running.id}"]`).waitFor();
+    for (const s of ended) expect(await page.locator(`#sessions tr[data-id="${s.id}"]`).count()).toBe(0);
+    expect(Number(await page.locator("#ended-count").textContent())).toBeGreaterThanOrEqual(2);
+
+    await page.locator("#show-ended").check();
+    const [first, second] = ended as [(typeof ended)[0], (typeof ended)[0]];
+    const firstRow = page.locator(`#sessions tr[data-id="${first.id}"]`);
+    expect(await firstRow.locator("td.status").textContent()).toBe("exited (code 0)");
+    expect(await page.locator(`#sessions tr[data-id="${running.id}"] button.purge`).count()).toBe(0);
+    await firstRow.locator("button.purge").click();
+    await firstRow.waitFor({ state: "detached" });
+    expect((await api.request("GET", `/v1/sessions/${first.id}`)).status).toBe(404);
+    await page.locator(`#sessions tr[data-id="${second.id}"]`).waitFor();
+
+    // "Purge ended" takes a second click, then every ended session goes; the running one stays.
+    await page.locator("#show-ended").uncheck();
+    await page.locator("#purge-ended").click();
+    await page.locator("#purge-ended", { hasText: /Click again/ }).waitFor();
+    expect((await api.request("GET", `/v1/sessions/${second.id}`)).status).toBe(200);
+    await page.locator("#purge-ended").click();
+    await until(async () => (await api.request("GET", `/v1/sessions/${second.id}`)).status === 404, 15_000, "the purge");
+    await page.locator("#ended-count", { hasText: /^0$/ }).waitFor();
+    expect(await page.locator("#purge-ended").isDisabled()).toBe(true);
+    expect((await api.get(running.id)).status).toBe("running");
     expect(await page.locator("#message").isHidden()).toBe(true);
   });
 });
