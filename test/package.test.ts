@@ -1,15 +1,20 @@
 // The installable package, as a user gets it: `npm run pack:client` packs it, `npm install
 // <tarball>` puts it into an empty project, and from there, against a real stack of its own
 // (wrangler dev edge + runner): its types compile in a strict consumer, a Node script creates a
-// session, types into it and waits for its exit, and `npx ptybroker` runs. Every wait has a
-// deadline; none is a fixed sleep.
+// session, types into it and waits for its exit, `npx ptybroker` runs, and a page on another
+// origin, bundled by esbuild from `ptybroker/client`, reads a session with a viewer token through
+// CORS in Chromium. Every wait has a deadline; none is a fixed sleep.
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { promisify } from "node:util";
+import { build } from "esbuild";
+import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Edge, type ManagedProcess, ROOT, secret, startEdge, startRunner, waitForRunners } from "../scripts/stack.js";
+import { toolPath } from "../scripts/test-tools.js";
 import { Api } from "./harness.js";
 
 const run = promisify(execFile);
@@ -27,19 +32,89 @@ let packOutput: string;
 let edge: Edge;
 let runner: ManagedProcess;
 let api: Api;
+let browser: Browser | undefined;
+/** The origin of the page CORS_ORIGINS names. */
+let allowedOrigin: string;
+const pages: Server[] = [];
 const sessions: string[] = [];
 
 function lastLine(text: string): string {
   return text.trimEnd().split("\n").pop() ?? "";
 }
 
+/** The page the tiny web servers serve: filled in by the browser case. */
+const site = { html: "", script: "" };
+
+/** A tiny web server for the bundled page (`/` and `/app.js`), on a port of its own; its origin. */
+async function servePage(): Promise<string> {
+  const server = createServer((req, res) => {
+    if (req.url === "/") res.writeHead(200, { "content-type": "text/html" }).end(site.html);
+    else if (req.url === "/app.js") res.writeHead(200, { "content-type": "text/javascript" }).end(site.script);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  pages.push(server);
+  const address = server.address();
+  if (!address || typeof address === "string") throw new Error("the page server has no port");
+  return `http://127.0.0.1:${address.port}`;
+}
+
+// The page's script, bundled from the project: what a web app embedding the SDK would ship.
+const BROWSER_ENTRY = `
+import { PtyBroker, PtyBrokerError } from "ptybroker/client";
+
+globalThis.readSession = async ({ url, token, id, marker }) => {
+  const broker = new PtyBroker({ url, token });
+  const decoder = new TextDecoder();
+  try {
+    const session = await broker.get(id);
+    let live = "";
+    let seen;
+    const saw = new Promise((resolve) => (seen = resolve));
+    const pty = await broker.connect(id, {
+      from: 0,
+      onData: (bytes) => {
+        live += decoder.decode(bytes, { stream: true });
+        if (live.includes(marker)) seen();
+      },
+    });
+    await saw;
+    const output = await broker.output(id);
+    let refused = null;
+    try {
+      await pty.sendInput("typed by a viewer\\n");
+    } catch (error) {
+      refused = error instanceof PtyBrokerError ? error.code : String(error);
+    }
+    pty.close();
+    return {
+      status: session.status,
+      command: session.command,
+      live,
+      output: { from: output.from, to: output.to, text: new TextDecoder().decode(output.bytes) },
+      readOnly: pty.readOnly,
+      refused,
+      globalWebSocket: typeof WebSocket === "function",
+    };
+  } catch (error) {
+    return { error: error instanceof PtyBrokerError ? error.code : String(error) };
+  }
+};
+`;
+
 beforeAll(async () => {
   project = mkdtempSync(join(tmpdir(), "ptybroker-package-"));
+  // The page's origin must be known before the edge starts: it goes into CORS_ORIGINS.
+  allowedOrigin = await servePage();
   const runnerToken = secret();
   const [packed] = await Promise.all([
     run("npm", ["run", "--silent", "pack:client"], { cwd: ROOT, encoding: "utf8" }),
     (async () => {
-      edge = await startEdge({ apiKeys: `pkg:${KEY}`, runnerToken });
+      edge = await startEdge({
+        apiKeys: `pkg:${KEY}`,
+        runnerToken,
+        vars: { CORS_ORIGINS: allowedOrigin },
+      });
       runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "package-runner" });
       await waitForRunners(edge.url, runnerToken, 1);
     })(),
@@ -57,6 +132,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await browser?.close();
+  for (const server of pages) server.close();
   if (api) await Promise.all(sessions.map((id) => api.destroy(id)));
   await runner?.stop();
   await edge?.stop();
@@ -206,5 +283,67 @@ console.log(JSON.stringify({ id: pty.id, exit, text }));
     expect(lines[0]).toMatch(/^ID +STATUS +REASON +COMMAND +CREATED +CLIENTS +LABEL$/);
     expect(lines.slice(1)).toHaveLength(1);
     expect(lines[1]).toMatch(new RegExp(`^${session.id} +running +/bin/bash --norc --noprofile +\\S+ \\S+ +0 +listed$`));
+  });
+
+  it("a page on another origin, bundled from ptybroker/client, reads a session with a viewer token through CORS", async () => {
+    const marker = "from-the-package-42";
+    const session = await api.create({ command: "/bin/sh", args: ["-c", "echo from-the-package-$((40+2)); exec sleep 300"] });
+    sessions.push(session.id);
+    const minted = await api.request<{ token: string }>("POST", `/v1/sessions/${session.id}/tokens`, { role: "viewer", ttlSec: 300 });
+    expect(minted.status).toBe(201);
+
+    writeFileSync(join(project, "browser.js"), BROWSER_ENTRY);
+    const bundle = await build({
+      entryPoints: [join(project, "browser.js")],
+      absWorkingDir: project,
+      bundle: true,
+      format: "esm",
+      platform: "browser",
+      target: "es2022",
+      write: false,
+      logLevel: "silent",
+    });
+    site.script = bundle.outputFiles[0].text;
+    site.html = `<!doctype html><meta charset="utf-8"><title>ptybroker package</title><script type="module" src="/app.js"></script>`;
+    // The same page from an origin CORS_ORIGINS does not name.
+    const otherOrigin = await servePage();
+
+    const chromiumBrowser = (browser ??= await chromium.launch({
+      executablePath: toolPath("chromium"),
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    }));
+    const read = async (origin: string) => {
+      const context = await chromiumBrowser.newContext();
+      try {
+        const page = await context.newPage();
+        const errors: string[] = [];
+        page.on("pageerror", (error) => errors.push(error.message));
+        await page.goto(`${origin}/`);
+        await page.waitForFunction("typeof globalThis.readSession === 'function'", undefined, { timeout: 10_000 });
+        const result = await page.evaluate(
+          `globalThis.readSession(${JSON.stringify({ url: edge.url, token: minted.body.token, id: session.id, marker })})`,
+        );
+        expect(errors).toEqual([]);
+        return result as Record<string, unknown>;
+      } finally {
+        await context.close();
+      }
+    };
+
+    const fromAllowed = await read(allowedOrigin);
+    const text = `${marker}\r\n`;
+    expect(fromAllowed).toEqual({
+      status: "running",
+      command: "/bin/sh",
+      live: text,
+      output: { from: 0, to: text.length, text },
+      readOnly: true,
+      refused: "FORBIDDEN",
+      globalWebSocket: true,
+    });
+
+    // The same page from an origin CORS_ORIGINS does not name: the browser keeps the answer from it.
+    expect(await read(otherOrigin)).toEqual({ error: "NETWORK" });
   });
 });
