@@ -1,5 +1,5 @@
 // The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
-import { decode } from "hono/jwt";
+import { base64ToBytes } from "../shared/base64.js";
 import type { Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
 import { PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
@@ -195,7 +195,7 @@ export class PtyBroker {
   tokenRole(): "viewer" | "writer" | undefined {
     if (!this.options.token) return undefined;
     try {
-      const { role } = decode(this.options.token).payload as { role?: unknown };
+      const { role } = jwtClaims(this.options.token) as { role?: unknown };
       return role === "viewer" || role === "writer" ? role : undefined;
     } catch {
       return undefined;
@@ -237,4 +237,16 @@ export class PtyBroker {
     if (typeof WebSocket === "undefined") throw new PtyBrokerError("INTERNAL", "no WebSocket here: pass options.WebSocket");
     return { open: (url) => new WebSocket(url) as unknown as SocketLike, headers: false };
   }
+}
+
+/**
+ * A JWT's claims, read without verifying it (the edge verifies; the SDK only needs the role):
+ * the second dot-separated part, base64url-encoded JSON. Throws when `token` is not one.
+ */
+function jwtClaims(token: string): unknown {
+  const part = token.split(".")[1] ?? "";
+  const base64 = part.replace(/-/g, "+").replace(/_/g, "/");
+  const bytes = base64ToBytes(base64.padEnd(base64.length + ((4 - (base64.length % 4)) % 4), "="));
+  if (!bytes) throw new TypeError("not a JWT");
+  return JSON.parse(new TextDecoder().decode(bytes)) as unknown;
 }

@@ -5,10 +5,11 @@
 //
 // The package holds built JavaScript and `.d.ts` types and depends on `ws` alone (Node needs it;
 // the SDK loads it only where there is no global WebSocket, so browsers never do):
-//   dist/client.js   the SDK, ESM for Node 20 and for bundlers (browsers). eventsource-parser and
-//                    hono's JWT decoder are bundled in: two small pure-JS pieces, not two more
-//                    dependencies. Nothing of zod is: see `pureZod` below.
-//   dist/cli.js      the CLI (the package's bin), for Node 20; the same SDK code bundled in.
+//   dist/client.js   the SDK, ESM for Node 20 and for bundlers (browsers). eventsource-parser is
+//                    bundled in (8 kB of pure JS rather than one more dependency); nothing of zod
+//                    is: see `pureZod` below.
+//   dist/cli.js      the CLI (the package's bin), for Node 20: the same SDK code bundled in, and
+//                    hono's JWT helpers (`runner-credential` signs with them).
 //   dist/types/      declarations from tsc, cut down to what `ptybroker/client` exports (see
 //                    `shakeDeclarations`), so they import no package at all: they compile in a
 //                    consumer's project with `strict`, `exactOptionalPropertyTypes` and
@@ -109,7 +110,9 @@ const [sdk, cli] = await Promise.all([
     banner: { js: `#!/usr/bin/env node\n// ptybroker ${root.version}: the CLI, built from client/cli.ts by scripts/pack-client.ts` },
   }),
 ]);
-const bundledPackages = new Set([...checkInputs(sdk.metafile, "dist/client.js"), ...checkInputs(cli.metafile, "dist/cli.js")]);
+const sdkPackages = checkInputs(sdk.metafile, "dist/client.js");
+const cliPackages = checkInputs(cli.metafile, "dist/cli.js");
+const bundledPackages = new Set([...sdkPackages, ...cliPackages]);
 
 /** The packages a bundle took code from; throws if any is not in BUNDLED. */
 function checkInputs(metafile: Metafile, what: string): string[] {
@@ -413,6 +416,7 @@ const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
 console.log(
   `pack:client: ${packed.filename}: ${kB(packed.size)} packed, ${kB(packed.unpackedSize)} unpacked, ${packed.entryCount} files; ` +
     `depends on ${DEPENDENCIES.map((name) => `${name} ${root.dependencies[name]}`).join(", ")}; ` +
-    `bundles ${[...bundledPackages].sort().join(", ")}; ${Math.round(performance.now() - started)} ms`,
+    `the SDK bundles ${sdkPackages.sort().join(", ") || "nothing"}, the CLI ${cliPackages.sort().join(", ") || "nothing"}; ` +
+    `${Math.round(performance.now() - started)} ms`,
 );
 console.log(tarball);

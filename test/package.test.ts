@@ -145,7 +145,9 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     expect(isAbsolute(tarball)).toBe(true);
     expect(tarball).toBe(join(ROOT, "dist/pack/ptybroker-0.1.0.tgz"));
     expect(existsSync(tarball)).toBe(true);
-    expect(packOutput).toMatch(/^pack:client: ptybroker-0\.1\.0\.tgz: [\d.]+ kB packed, [\d.]+ kB unpacked, 16 files; depends on ws 8\.23\.0;/m);
+    expect(packOutput).toMatch(
+      /^pack:client: ptybroker-0\.1\.0\.tgz: [\d.]+ kB packed, [\d.]+ kB unpacked, 16 files; depends on ws 8\.23\.0; the SDK bundles eventsource-parser, the CLI eventsource-parser, hono; \d+ ms$/m,
+    );
     const installed = join(project, "node_modules/ptybroker");
     const files = (dir: string): string[] =>
       readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]));
