@@ -183,24 +183,28 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     for (const name of SERVER_PACKAGES) expect(existsSync(join(project, "node_modules", name)), name).toBe(false);
   });
 
-  it("type-checks a consumer with strict, exactOptionalPropertyTypes and skipLibCheck: false", async () => {
-    writeFileSync(
-      join(project, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          target: "ES2022",
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          lib: ["ES2022", "DOM"],
-          types: [],
-          strict: true,
-          exactOptionalPropertyTypes: true,
-          skipLibCheck: false,
-          noEmit: true,
-        },
-        files: ["consumer.ts"],
-      }),
-    );
+  it("type-checks a consumer with strict, exactOptionalPropertyTypes and skipLibCheck: false (Node and bundler resolution)", async () => {
+    // The way a Node project resolves `ptybroker/client` (NodeNext) and the way a web app's does (Bundler).
+    const resolutions = { "tsconfig.node.json": "NodeNext", "tsconfig.bundler.json": "Bundler" } as const;
+    for (const [file, resolution] of Object.entries(resolutions)) {
+      writeFileSync(
+        join(project, file),
+        JSON.stringify({
+          compilerOptions: {
+            target: "ES2022",
+            module: resolution === "NodeNext" ? "NodeNext" : "ESNext",
+            moduleResolution: resolution,
+            lib: ["ES2022", "DOM"],
+            types: [],
+            strict: true,
+            exactOptionalPropertyTypes: true,
+            skipLibCheck: false,
+            noEmit: true,
+          },
+          files: ["consumer.ts"],
+        }),
+      );
+    }
     writeFileSync(
       join(project, "consumer.ts"),
       `import { type BrokerEvent, type ExitInfo, type ListPageOptions, type Pty, PtyBroker, PtyBrokerError, type Session } from "ptybroker/client";
@@ -229,11 +233,13 @@ export async function use(): Promise<ExitInfo> {
 }
 `,
     );
-    const result = await run(join(ROOT, "node_modules/.bin/tsc"), ["-p", join(project, "tsconfig.json")], {
-      cwd: project,
-      encoding: "utf8",
-    }).catch((error: { stdout: string; code: number }) => ({ stdout: error.stdout, code: error.code }));
-    expect(result.stdout).toBe("");
+    const check = (config: string) =>
+      run(join(ROOT, "node_modules/.bin/tsc"), ["-p", join(project, config)], { cwd: project, encoding: "utf8" }).then(
+        ({ stdout }) => ({ config, stdout, code: 0 }),
+        (error: { stdout: string; code: number }) => ({ config, stdout: error.stdout, code: error.code }),
+      );
+    const results = await Promise.all(Object.keys(resolutions).map(check));
+    expect(results).toEqual(Object.keys(resolutions).map((config) => ({ config, stdout: "", code: 0 })));
   });
 
   it("runs a Node script from the project: create, sendInput, wait, the exit code", async () => {
