@@ -108,6 +108,14 @@ async function drawn(page: Page): Promise<{ cols: number; rows: number; scale: n
   return { cols: Number(data.cols), rows: Number(data.rows), scale: Number(data.scale) };
 }
 
+/** What fits the page's terminal area at its font size: what a writer asks the session for. */
+async function fits(page: Page): Promise<{ cols: number; rows: number }> {
+  const text = await page.evaluate(() => document.querySelector("#terminal")?.dataset.fits ?? "");
+  const [cols, rows] = text.split("x").map(Number);
+  if (!cols || !rows) throw new Error(`no size fits the terminal: ${JSON.stringify(text)}`);
+  return { cols, rows };
+}
+
 /** Fails unless the element is on screen: its whole box inside the viewport. */
 async function expectOnScreen(page: Page, selector: string): Promise<void> {
   const { width, height } = page.viewportSize() ?? { width: 0, height: 0 };
@@ -479,6 +487,58 @@ describe("web page", () => {
     await waitForRow(phone, "still-7");
     const after = await api.get(id);
     expect({ cols: after.cols, rows: after.rows }).toEqual({ cols: wide.cols, rows: wide.rows });
+    expect(await desktop.locator("#message").isHidden()).toBe(true);
+    expect(await phone.locator("#message").isHidden()).toBe(true);
+  });
+
+  it("two writers, a phone and a desktop: the session's size follows the one that typed last; the other draws it scaled", async () => {
+    const desktop = await openPage(url);
+    await signIn(desktop);
+    await desktop.locator("#new").click();
+    await status(desktop, "open").waitFor();
+    const id = attachedId(desktop);
+    created.add(id);
+    const wide = await drawn(desktop);
+    await desktop.locator("#terminal").click();
+    await desktop.keyboard.type("echo desk-$((1+1))");
+    await desktop.keyboard.press("Enter");
+    await waitForRow(desktop, "desk-2");
+
+    // The phone signs in with the session in its URL: it attaches and asks for its own size,
+    // which the server keeps for later, since the desktop typed last.
+    const phone = await openPage(`${url}/#session=${id}`, PHONE);
+    await phone.locator("#apikey").fill(TENANTS.acme);
+    await phone.locator("#signin").click();
+    await status(phone, "open").waitFor();
+    await api.input(id, "echo sync-$((4+4))\n");
+    await waitForRow(phone, "sync-8");
+    expect(await api.get(id)).toMatchObject({ cols: wide.cols, rows: wide.rows });
+    const narrow = await fits(phone);
+    expect(narrow.cols).toBeGreaterThanOrEqual(40);
+    const scaled = await drawn(phone);
+    expect({ cols: scaled.cols, rows: scaled.rows }).toEqual({ cols: wide.cols, rows: wide.rows });
+    expect(scaled.scale).toBeLessThan(1);
+    expect(await phone.locator("#size").textContent()).toBe(`${wide.cols}×${wide.rows} fit`);
+
+    // The phone types: the session takes the phone's size; the desktop draws it as it is.
+    await phone.locator("#terminal").click();
+    await phone.keyboard.type("echo phone-$((3+3))");
+    await phone.keyboard.press("Enter");
+    await waitForRow(desktop, "phone-6");
+    await until(async () => (await api.get(id)).cols === narrow.cols, 10_000, `the session to take the phone's ${narrow.cols} columns`);
+    expect(await api.get(id)).toMatchObject(narrow);
+    await until(async () => (await drawn(phone)).scale === 1, 10_000, "the phone to draw the session unscaled");
+    await until(async () => (await drawn(desktop)).cols === narrow.cols, 10_000, "the desktop to draw the phone's size");
+    expect(await drawn(desktop)).toEqual({ ...narrow, scale: 1 });
+    await desktop.screenshot({ path: join(ROOT, "docs/web-desktop-follows-phone.png") });
+
+    // The desktop types again: back to the desktop's size.
+    await desktop.keyboard.type("echo desk-again-$((2+2))");
+    await desktop.keyboard.press("Enter");
+    await waitForRow(phone, "desk-again-4");
+    await until(async () => (await api.get(id)).cols === wide.cols, 10_000, "the session to take the desktop's size again");
+    expect(await api.get(id)).toMatchObject({ cols: wide.cols, rows: wide.rows });
+    await until(async () => (await drawn(phone)).cols === wide.cols, 10_000, "the phone to draw the desktop's size");
     expect(await desktop.locator("#message").isHidden()).toBe(true);
     expect(await phone.locator("#message").isHidden()).toBe(true);
   });

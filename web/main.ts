@@ -231,8 +231,10 @@ function layout(): void {
   ui.terminal.dataset.rows = String(term.rows);
   ui.terminal.dataset.scale = scale.toFixed(3);
   const fits = fitted();
+  ui.terminal.dataset.fits = fits ? `${fits.cols}x${fits.rows}` : "";
   const differs = pty !== null && size !== null && fits !== null && (size.cols !== fits.cols || size.rows !== fits.rows);
   ui.size.hidden = !differs;
+  ui.terminal.dataset.differs = String(differs);
   if (differs && size) {
     const how = zoom === "actual" ? " 1:1" : fitScale < 1 ? " fit" : "";
     ui.size.textContent = `${size.cols}×${size.rows}${how}`;
@@ -306,6 +308,10 @@ term.onData((data) => {
 });
 term.onBinary((data) => send(Uint8Array.from(data, (c) => c.charCodeAt(0))));
 
+// A tap anywhere in the terminal's area types into it, also beside a terminal scaled down to fit.
+ui.terminal.addEventListener("click", () => {
+  if (!term.options.disableStdin) term.focus();
+});
 // A tap on a key must not take the focus from the terminal (that would close a phone's keyboard).
 ui.keys.addEventListener("mousedown", (event) => event.preventDefault());
 ui.keys.addEventListener("click", (event) => {
