@@ -8,6 +8,42 @@ import type { Pty } from "./pty.js";
 /** Ctrl+] — the same detach key as telnet and `docker attach`'s default family. */
 export const DETACH_BYTE = 0x1d;
 
+/**
+ * What the CLI writes to the local terminal when it lets go of it (detach, exit, signal): the
+ * modes a full-screen program (vim, less, htop) may have left on, turned off, as `reset` would,
+ * without clearing the screen. CAN first ends an escape sequence the remote left half-written.
+ */
+export const TERMINAL_RESTORE =
+  "\x18" + // CAN: abandon any escape sequence in progress
+  "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l" + // mouse reporting and its encodings
+  "\x1b[?1004l" + // focus events
+  "\x1b[?2004l" + // bracketed paste
+  "\x1b[?1l\x1b>" + // normal cursor keys, numeric keypad
+  "\x1b[?25h" + // show the cursor
+  "\x1b[0m"; // default colours and attributes
+
+/** Leaves the alternate screen and puts the cursor back where it was before it was entered. */
+const LEAVE_ALTERNATE = "\x1b[?1049l";
+
+/**
+ * Whether the remote's output left the terminal in the alternate screen: the last of
+ * `CSI ? 1049/1047/47 h|l` seen decides. `CSI ? 1049 l` is only sent then, because outside the
+ * alternate screen it still restores a saved cursor (xterm and tmux do), which would move the
+ * cursor of a plain shell to wherever a program once saved it.
+ */
+export class AlternateScreenTracker {
+  on = false;
+  /** The end of the previous chunk, for a sequence split across two. */
+  private tail = "";
+
+  feed(bytes: Uint8Array): void {
+    const text = this.tail + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+    // eslint-disable-next-line no-control-regex -- ESC is what the sequence starts with
+    for (const match of text.matchAll(/\x1b\[\?(?:1049|1047|47)([hl])/g)) this.on = match[1] === "h";
+    this.tail = text.slice(-8);
+  }
+}
+
 export type AttachResult = { kind: "detached" } | { kind: "exited"; code: number; message: string | null };
 
 /** Exit status of the CLI for a session's exit, the way shells report one: 128 + signal number. */
@@ -40,10 +76,17 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
   /** Keystrokes typed while the link is down, sent in order once it is back. */
   const pending: Buffer[] = [];
   let offlineSince: number | undefined;
+  const alternate = new AlternateScreenTracker();
 
   return new Promise<AttachResult>((resolve) => {
     let finished = false;
+    let restored = false;
     const restore = () => {
+      if (restored) return;
+      restored = true;
+      // The remote's output went to stdout: if that is a terminal, it may be in the remote
+      // program's modes. TTY writes are synchronous, so this holds in an `exit` handler too.
+      if (stdout.isTTY) stdout.write((alternate.on ? LEAVE_ALTERNATE : "") + TERMINAL_RESTORE);
       if (raw && stdin.isTTY) stdin.setRawMode(false);
     };
     const finish = (result: AttachResult) => {
@@ -95,8 +138,14 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
     };
 
     const unsubscribe = [
-      pty.on("data", (bytes) => stdout.write(bytes)),
-      pty.on("gap", ({ from, to }) => note(`${to - from} bytes of output before offset ${to} are no longer kept`)),
+      pty.on("data", (bytes) => {
+        alternate.feed(bytes);
+        stdout.write(bytes);
+      }),
+      pty.on("gap", ({ from, to }) => {
+        alternate.on = true; // what came before is unknown: leave it, to be sure
+        note(`${to - from} bytes of output before offset ${to} are no longer kept`);
+      }),
       pty.on("state", (state) => {
         if (state === "reconnecting" && offlineSince === undefined) {
           offlineSince = Date.now();

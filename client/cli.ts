@@ -40,12 +40,38 @@ Environment:
 
 class UsageError extends Error {}
 
+/** The last request that got no answer at all: its URL (no query: it may hold a token) and why. */
+let unreachable: { url: string; reason: string } | undefined;
+
+/** Why a fetch got no answer, from undici's `fetch failed` and its cause: `connect ECONNREFUSED 127.0.0.1:1`. */
+function networkReason(error: unknown): string {
+  const cause = (error as { cause?: unknown }).cause ?? error;
+  const { message, code, errors } = cause as { message?: string; code?: string; errors?: unknown[] };
+  // Several addresses tried (localhost: ::1 and 127.0.0.1) come as an AggregateError without a message.
+  const each = Array.isArray(errors) ? errors.map((e) => (e as Error)?.message).filter(Boolean) : [];
+  return message || each.join("; ") || code || String(cause);
+}
+
+/** fetch, remembering which URL could not be reached and why, so the CLI's error can name both. */
+const fetchNamingUrl: typeof fetch = async (input, init) => {
+  try {
+    return await fetch(input, init);
+  } catch (error) {
+    if ((error as Error)?.name !== "AbortError") {
+      const tried = new URL(input instanceof Request ? input.url : String(input));
+      unreachable = { url: `${tried.origin}${tried.pathname}`, reason: networkReason(error) };
+      throw new Error(`cannot reach ${unreachable.url}: ${unreachable.reason}`);
+    }
+    throw error;
+  }
+};
+
 function broker(): PtyBroker {
   const url = process.env.PTYBROKER_URL ?? "http://127.0.0.1:8787";
   const apiKey = process.env.PTYBROKER_API_KEY;
   const token = process.env.PTYBROKER_TOKEN;
   if (!apiKey && !token) throw new UsageError("set PTYBROKER_API_KEY (or PTYBROKER_TOKEN)");
-  return new PtyBroker({ url, apiKey, token });
+  return new PtyBroker({ url, apiKey, token, fetch: fetchNamingUrl });
 }
 
 function one(positionals: string[], what: string): string {
@@ -308,6 +334,10 @@ main(process.argv.slice(2)).then(
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       process.stderr.write(`ptybroker: ${(error as Error).message}\n\n${USAGE}`);
       process.exit(2);
+    }
+    if (error instanceof PtyBrokerError && error.code === "NETWORK" && unreachable) {
+      process.stderr.write(`ptybroker: cannot reach ${unreachable.url}: ${unreachable.reason}\n`);
+      process.exit(1);
     }
     if (error instanceof PtyBrokerError) {
       process.stderr.write(`ptybroker: ${error.code}: ${error.message}\n`);

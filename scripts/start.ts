@@ -1,12 +1,24 @@
 // `npm start`: the whole stack on 127.0.0.1:PORT — the edge (wrangler dev → workerd, real
 // Durable Objects), one runner, and the output log — and Ctrl+C stops every child.
-import { secret, startEdge, startRunner, waitForRunners } from "./stack.js";
+//
+// The children run in process groups of their own (stack.ts), so a terminal's Ctrl+C reaches
+// only this process (and npm, tsx, and whatever reads the output: `npm start | tee log`); this
+// process stops them. With a pipe, the reader dies of the same Ctrl+C first, and every later
+// write to stdout/stderr fails with EPIPE: those errors are ignored here (an unhandled one would
+// end this process halfway through stopping, leaving wrangler, workerd and the runner running).
+import { type Edge, type ManagedProcess, secret, startEdge, startRunner, waitForRunners } from "./stack.js";
+
+/** A reader that went away (EPIPE) must not stop the shutdown: what cannot be printed is dropped. */
+for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
+const say = (text: string) => {
+  if (process.stdout.writable) process.stdout.write(`${text}\n`);
+};
 
 const port = Number(process.env.PORT ?? 8787);
 let apiKeys = process.env.API_KEYS;
 if (!apiKeys) {
   apiKeys = "dev:dev-key";
-  console.warn("warning: API_KEYS is not set; using the local development key dev:dev-key");
+  if (process.stderr.writable) process.stderr.write("warning: API_KEYS is not set; using the local development key dev:dev-key\n");
 }
 const runnerToken = process.env.RUNNER_TOKEN ?? secret();
 const tokenSecret = process.env.TOKEN_SECRET ?? secret();
@@ -21,37 +33,49 @@ const passThrough = [
 ];
 const vars = Object.fromEntries(passThrough.filter((k) => process.env[k]).map((k) => [k, process.env[k] as string]));
 
+/** The children, once started. */
+const stack: { edge?: Edge; runner?: ManagedProcess } = {};
+let stopping = false;
+async function stop(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say("\nstopping …");
+  // SIGINT (stack.ts): the runner ends its sessions at once instead of draining them.
+  await stack.runner?.stop();
+  // Stopped while the edge was still starting: it is stopped as soon as it is up (or has failed).
+  await (stack.edge ?? (await edgeStarting.catch(() => undefined)))?.stop();
+  process.exit(code);
+}
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void stop(0));
+// However this process ends (an error, process.exit), no process group of the stack outlives it.
+process.on("exit", () => {
+  stack.runner?.kill("SIGKILL");
+  stack.edge?.kill("SIGKILL");
+});
+
 const started = performance.now();
-console.log(`starting the edge on 127.0.0.1:${port} …`);
-const edge = await startEdge({
+say(`starting the edge on 127.0.0.1:${port} …`);
+const edgeStarting = startEdge({
   port,
   apiKeys,
   runnerToken,
   tokenSecret,
   vars,
-  persistTo: ".wrangler/state",
+  // Durable Object storage: sessions and keys survive a restart. STATE_DIR puts it elsewhere.
+  persistTo: process.env.STATE_DIR ?? ".wrangler/state",
   echo: true,
 });
+const edge = await edgeStarting;
+stack.edge = edge;
+if (stopping) await new Promise(() => undefined); // stop() has it from here
 const runner = startRunner({ brokerUrl: edge.url, runnerToken, echo: true });
-
-let stopping = false;
-async function stop(code: number): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  console.log("\nstopping …");
-  // SIGINT (stack.ts): the runner ends its sessions at once instead of draining them.
-  await runner.stop();
-  await edge.stop();
-  process.exit(code);
-}
-process.on("SIGINT", () => void stop(0));
-process.on("SIGTERM", () => void stop(0));
+stack.runner = runner;
 void edge.exited.then(() => void stop(1));
 void runner.exited.then(() => void stop(1));
 await waitForRunners(edge.url, runnerToken, 1);
 
 const key = apiKeys.split(",")[0].split(":").slice(1).join(":");
-console.log(`
+say(`
 ptybroker is up in ${Math.round(performance.now() - started)} ms
 
   URL      ${edge.url}

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { ROOT } from "../scripts/stack.js";
+import { freePort, ROOT } from "../scripts/stack.js";
 import { toolPath } from "../scripts/test-tools.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, fetchOutput, until } from "./harness.js";
+import { Api, fetchOutput, liveSessionProcesses, until } from "./harness.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
 
 const url = inject("edgeUrl");
@@ -72,6 +72,9 @@ const cli = (args: string[]) =>
 /** `stty -a` of a terminal in its normal (cooked) mode, as it must be after the CLI exits. */
 const RESTORED = /\bicanon\b[\s\S]*\becho\b/;
 const BASH = "-- /bin/bash --norc --noprofile";
+/** What the CLI writes as it lets go of a terminal: mouse, focus, paste, keypad modes off, cursor shown, attributes reset. */
+const RESET_MODES =
+  "\x18\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1004l\x1b[?2004l\x1b[?1l\x1b>\x1b[?25h\x1b[0m";
 
 /** A file's text, or "" before it exists. */
 function read(file: string, encoding: BufferEncoding = "utf8"): string {
@@ -153,6 +156,51 @@ describe("ptybroker CLI", () => {
     expect((await api.get(s.id)).status).toBe("running");
   });
 
+  it("detached from inside vim, the local terminal leaves the alternate screen and vim's modes; vim keeps running", async () => {
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+    sessions.push(s.id);
+    pane("vim", `node ${CLI} attach ${s.id}; echo CLI-EXIT=$?; exec sleep 300`);
+    await waitForScreen("vim", /\$ $/m);
+    keys("vim", "echo before-$((2*3))-vim", "Enter");
+    await waitForScreen("vim", /^before-6-vim$/m);
+    // Real vim, with the mouse on: it enters the alternate screen and turns on mouse reporting,
+    // application cursor keys and the application keypad in the local terminal (tmux's pane).
+    keys("vim", "vim -u NONE -N -c 'set mouse=a' -c 'set ttymouse=sgr'", "Enter");
+    const FLAGS = ["alternate_on", "mouse_any_flag", "mouse_standard_flag", "mouse_button_flag", "mouse_all_flag", "mouse_sgr_flag", "mouse_utf8_flag", "keypad_cursor_flag", "keypad_flag", "cursor_flag"];
+    const flags = () => {
+      const values = tmux("display-message", "-p", "-t", "vim", FLAGS.map((f) => `#{${f}}`).join(" ")).trim().split(" ");
+      return Object.fromEntries(FLAGS.map((f, i) => [f, values[i]]));
+    };
+    const inVim = { alternate_on: "1", mouse_any_flag: "1", mouse_sgr_flag: "1", keypad_cursor_flag: "1", keypad_flag: "1", cursor_flag: "1" };
+    await until(() => Object.entries(inVim).every(([f, v]) => flags()[f] === v), 15_000, "vim's modes on").catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(flags())}\n--- pane ---\n${screen("vim")}`);
+    });
+    const session = await api.get(s.id);
+    const vimRunning = () =>
+      liveSessionProcesses(session.pid as number).some((pid) => /^vim/.test(readFileSync(`/proc/${pid}/comm`, "utf8")));
+    expect(vimRunning()).toBe(true);
+
+    keys("vim", "C-]");
+    await waitForScreen("vim", /^CLI-EXIT=0$/m);
+    expect(flags()).toEqual({
+      alternate_on: "0",
+      mouse_any_flag: "0",
+      mouse_standard_flag: "0",
+      mouse_button_flag: "0",
+      mouse_all_flag: "0",
+      mouse_sgr_flag: "0",
+      mouse_utf8_flag: "0",
+      keypad_cursor_flag: "0",
+      keypad_flag: "0",
+      cursor_flag: "1",
+    });
+    // Back on the main screen: what was there before vim, then the CLI's note.
+    const after = screen("vim");
+    expect(after).toMatch(new RegExp(`^before-6-vim\\n[^\\n]*vim -u NONE[^\\n]*\\n(?:\\s*\\n)*\\[ptybroker: detached from ${s.id};`, "m"));
+    expect((await api.get(s.id)).status).toBe("running");
+    expect(vimRunning()).toBe(true);
+  });
+
   it("rides out dropped and silent networks: every byte printed once, typed input kept", async () => {
     const proxy = await startProxy(Number(new URL(url).port));
     proxies.push(proxy);
@@ -211,14 +259,38 @@ describe("ptybroker CLI", () => {
     const session = await api.get(id);
     expect(session).toMatchObject({ status: "exited", exitCode: 0 });
     // Every byte the session produced reached the terminal exactly once, in order.
-    await wait(() => read(printed, "latin1").length >= session.offset, 10_000, "pipe-pane caught up");
-    const logged = (await fetchOutput(api, id, 0)).bytes;
+    await wait(() => read(printed, "latin1").length >= session.offset + RESET_MODES.length, 10_000, "pipe-pane caught up");
+    // …and then, as the CLI let go of the terminal, the modes it resets (no alternate screen
+    // was entered, so no CSI ? 1049 l, which would move the cursor to a saved position).
+    const logged = Buffer.concat([(await fetchOutput(api, id, 0)).bytes, Buffer.from(RESET_MODES, "latin1")]);
     const shown = readFileSync(printed);
     let differAt = 0;
     while (differAt < logged.length && shown[differAt] === logged[differAt]) differAt++;
     expect({ differAt, shown: shown.length, head: JSON.stringify(shown.subarray(0, 60).toString("latin1")) }).toEqual({ differAt: logged.length, shown: logged.length, head: JSON.stringify(logged.subarray(0, 60).toString("latin1")) });
     expect(read(notes).match(/reconnected after/g)?.length).toBeGreaterThanOrEqual(4);
   }, 120_000);
+});
+
+describe("ptybroker errors", () => {
+  it("name the URL it could not reach and why, and exit 1", async () => {
+    const port = await freePort(); // nothing listens there
+    const child = spawn("node", [CLI, "ls"], {
+      env: { ...process.env, PTYBROKER_URL: `http://127.0.0.1:${port}`, PTYBROKER_API_KEY: TENANTS.acme },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const got = { out: "", err: "" };
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (got.out += text));
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (got.err += text));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once("close", (c, s) => resolve([c, s])),
+    );
+    expect({ code, signal, ...got }).toEqual({
+      code: 1,
+      signal: null,
+      out: "",
+      err: `ptybroker: cannot reach http://127.0.0.1:${port}/v1/sessions: connect ECONNREFUSED 127.0.0.1:${port}\n`,
+    });
+  });
 });
 
 describe("ptybroker events", () => {
