@@ -73,18 +73,21 @@ describe("credential messages", () => {
   });
 
   it("says an Authorization header must be 'Bearer <...>' when the scheme is missing", async () => {
-    for (const header of [TENANTS.acme, `Basic ${TENANTS.acme}`, "Bearer"]) {
+    for (const header of [TENANTS.acme, `Basic ${TENANTS.acme}`, `Bearer ${TENANTS.acme} extra`]) {
       const res = await fetch(`${url}/v1/sessions`, { headers: { authorization: header } });
       expect(res.status, header).toBe(401);
       expect(await res.json()).toEqual({
         error: { code: "UNAUTHORIZED", message: "Authorization must be 'Bearer <api key or session token>'" },
       });
     }
-    const none = await fetch(`${url}/v1/sessions`);
-    expect(none.status).toBe(401);
-    expect(await none.json()).toEqual({
-      error: { code: "UNAUTHORIZED", message: "missing credentials: send Authorization: Bearer <api key or session token>" },
-    });
+    // No header, or the bare scheme (a client with nothing to put there): missing credentials.
+    for (const headers of [{}, { authorization: "Bearer " }]) {
+      const none = await fetch(`${url}/v1/sessions`, { headers });
+      expect(none.status).toBe(401);
+      expect(await none.json()).toEqual({
+        error: { code: "UNAUTHORIZED", message: "missing credentials: send Authorization: Bearer <api key or session token>" },
+      });
+    }
   });
 });
 

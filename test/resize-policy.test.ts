@@ -4,8 +4,9 @@
 // session's; a viewer's resize changes nothing; before anyone typed, a writer's resize applies;
 // REST resize always applies. The size is checked where it matters: `stty size` in the PTY.
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { secret, startEdge, startRunner } from "../scripts/stack.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, TermClient } from "./harness.js";
+import { Api, TermClient, waitForRunners } from "./harness.js";
 
 const url = inject("edgeUrl");
 const api = new Api(url, TENANTS.acme);
@@ -23,8 +24,8 @@ async function mint(id: string, role: "viewer" | "writer"): Promise<string> {
   return res.body.token;
 }
 
-function connect(id: string, credential: string) {
-  const client = new TermClient(url, id, credential);
+function connect(id: string, credential: string, base = url) {
+  const client = new TermClient(base, id, credential);
   clients.push(client);
   return client;
 }
@@ -116,5 +117,44 @@ describe("resize policy", () => {
     await desktop.close();
     expect(await resize(phone, 40, 20)).toEqual({ type: "resize", cols: 40, rows: 20 });
     expect(await size(s.id)).toEqual({ cols: 40, rows: 20 });
+  });
+});
+
+describe("resize policy across hibernation", () => {
+  it("keeps who typed last and each client's remembered size while the session object sleeps", { timeout: 120_000 }, async () => {
+    // An edge of its own: its log says when a client was restored from its attachment.
+    const runnerToken = secret();
+    const edge = await startEdge({ apiKeys: "sleepy:sleepy-key", runnerToken });
+    const runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "resize-hibernation" });
+    try {
+      await waitForRunners(edge.url, runnerToken, 1);
+      const own = new Api(edge.url, "sleepy-key");
+      const s = await own.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
+      const [desktop, phone, tablet] = ["desktop", "phone", "tablet"].map(() => connect(s.id, "sleepy-key", edge.url));
+      await Promise.all([desktop, phone, tablet].map((c) => c.waitForMessage((m) => m.type === "live", "live")));
+      const restored = () => edge.output().split('"event":"client.restored"').length - 1;
+      expect(await resize(desktop, 120, 40)).toEqual({ type: "resize", cols: 120, rows: 40 });
+      for (let round = 1; ; round++) {
+        // The desktop types (it holds the size), the phone asks for its own (remembered only).
+        expect(await sttySize(desktop, `desk${round}`)).toBe("40 120");
+        expect(await resize(phone, 50, 25)).toEqual({ type: "resize", cols: 120, rows: 40 });
+        const before = restored();
+        // Idle past workerd's hibernation timeout (about 10 s): the idle time is the scenario.
+        await new Promise((r) => setTimeout(r, 11_000));
+        // Woken by a client that never typed: the desktop still holds the size...
+        expect(await resize(tablet, 70, 30)).toEqual({ type: "resize", cols: 120, rows: 40 });
+        // ...and the phone's remembered size applies when it types.
+        expect(await sttySize(phone, `phone${round}`)).toBe("25 50");
+        if (restored() > before) break; // the object slept and rebuilt its clients from their attachments
+        if (round === 4) throw new Error("the session object never hibernated");
+      }
+      await own.destroy(s.id);
+    } catch (error) {
+      console.error("EDGE OUTPUT\n" + edge.output().slice(-6000));
+      throw error;
+    } finally {
+      await runner.stop();
+      await edge.stop();
+    }
   });
 });

@@ -94,7 +94,9 @@ export type AuthVariables = { tenant: string; principal: Principal };
 export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVariables }>(async (c, next) => {
   const authorization = c.req.header("authorization");
   const header = bearer(authorization);
-  if (authorization !== undefined && authorization.trim() !== "" && !header) {
+  // A bare "Bearer" (a client that had no key to put there) is no credential: `?token=` may follow.
+  const bare = /^\s*(Bearer\s*)?$/i.test(authorization ?? "");
+  if (!bare && !header) {
     throw new ApiError("UNAUTHORIZED", "Authorization must be 'Bearer <api key or session token>'");
   }
   const query = c.req.query("token");
