@@ -65,14 +65,17 @@ function portFree(port: number): Promise<boolean> {
 }
 
 describe("npm start", () => {
-  it("`npm start | cat`, then Ctrl+C (SIGINT to the whole process group): no process of the stack is left", async () => {
+  it.each([
+    ["npm start | cat", ["cat"]],
+    ['npm start 2>&1 | tee "$LOG"', ["tee"]],
+  ])("`%s`, then Ctrl+C (SIGINT to the whole process group): no process of the stack is left", async (pipeline, readers) => {
     const port = await freePort();
     // sh runs the pipeline; detached makes it a process group of its own, as a terminal's job is.
-    const child = spawn("sh", ["-c", "npm start | cat"], {
+    const child = spawn("sh", ["-c", pipeline], {
       cwd: ROOT,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, PORT: String(port), API_KEYS: "dev:start-test-key", STATE_DIR: join(scratch, "state") },
+      env: { ...process.env, PORT: String(port), API_KEYS: "dev:start-test-key", STATE_DIR: join(scratch, "state"), LOG: join(scratch, "log") },
     });
     started.push(child);
     const leader = child.pid as number;
@@ -111,7 +114,7 @@ describe("npm start", () => {
     const recorded = tree(leader);
     const names = recorded.map((p) => stat(p)?.comm ?? "?");
     expect(recorded).toContain(pid);
-    expect(names).toEqual(expect.arrayContaining(["sh", "npm start", "cat", "workerd", "sleep"]));
+    expect(names).toEqual(expect.arrayContaining(["sh", "npm start", ...readers, "workerd", "sleep"]));
     expect(names.filter((n) => n === "node").length).toBeGreaterThanOrEqual(3); // start.ts, wrangler, the runner
 
     process.kill(-leader, "SIGINT"); // what a terminal's Ctrl+C does to its foreground job
