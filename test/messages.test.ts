@@ -81,7 +81,7 @@ describe("credential messages", () => {
       });
     }
     // No header, or the bare scheme (a client with nothing to put there): missing credentials.
-    for (const headers of [{}, { authorization: "Bearer " }]) {
+    for (const headers of [{}, { authorization: "Bearer " }] as Record<string, string>[]) {
       const none = await fetch(`${url}/v1/sessions`, { headers });
       expect(none.status).toBe(401);
       expect(await none.json()).toEqual({

@@ -31,13 +31,17 @@ function connect(id: string, credential: string, base = url) {
 }
 
 const resizes = (client: TermClient) => client.messages.filter((m) => m.type === "resize");
+const answers = (client: TermClient) => client.messages.filter((m) => m.type === "resize" || m.type === "error");
 
-/** Sends `resize` and resolves with the next `resize` message this client receives. */
+/** Sends `resize` and resolves with the next `resize` (or `error`) message this client receives. */
 async function resize(client: TermClient, cols: number, rows: number) {
-  const before = resizes(client).length;
+  const before = answers(client).length;
   client.control({ type: "resize", cols, rows });
-  await client.waitFor(() => resizes(client).length > before, `a resize message after asking for ${cols}x${rows}`);
-  return resizes(client)[before];
+  await client.waitFor(
+    () => answers(client).length > before || client.closeCode !== undefined,
+    `a resize message after asking for ${cols}x${rows}`,
+  );
+  return answers(client)[before] ?? { closed: client.closeCode };
 }
 
 /** The PTY's size as the process sees it (`stty size` = rows cols), typed by `client`. */
