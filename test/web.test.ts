@@ -329,9 +329,11 @@ describe("web page", () => {
     await page.locator("#refresh").click();
     await page.locator(`#sessions tr[data-id="${s.id}"] button.attach`).click();
     await status(page, "open").waitFor();
-    // The page gave the session its size: all the ticks below fit on one screen.
-    const screenRows = (await rows(page)).length;
-    await until(async () => (await api.get(s.id)).rows === screenRows, 10_000, "the session to take the page's size");
+    // The page gave the session its size (nobody had typed yet): all the ticks below fit on one
+    // screen. The terminal draws the session's size, so it has those rows once the server said so.
+    const screenRows = (await fits(page)).rows;
+    await until(async () => (await api.get(s.id)).rows === screenRows, 10_000, `the session to take the page's ${screenRows} rows`);
+    await until(async () => (await rows(page)).length === screenRows, 10_000, `the page to draw ${screenRows} rows`);
     expect(screenRows).toBeGreaterThan(30);
 
     await page.evaluate(() => {
@@ -364,7 +366,7 @@ describe("web page", () => {
     const page = await openPage(url, PHONE);
     await signIn(page);
     // Nothing attached yet: the list is open, full width, with its buttons on screen.
-    for (const control of ["#menu", "#label", "#new", "#refresh", "#show-ended", "#purge-ended", "#signout"]) {
+    for (const control of ["#menu", "#label", "#new", "#refresh", "#show-ended", "#purge-ended", "#signout-drawer"]) {
       await expectOnScreen(page, control);
     }
     await page.locator("#label").fill("web-e2e-phone");
@@ -392,7 +394,7 @@ describe("web page", () => {
     await page.keyboard.type("echo $((6*7))-phone");
     await page.keyboard.press("Enter");
     await waitForRow(page, "42-phone");
-    for (const control of ["#menu", "#status", "#detach", "#signout", "#keys button", "#terminal .xterm-screen"]) {
+    for (const control of ["#menu", "#status", "#detach", "#keys button", "#terminal .xterm-screen"]) {
       await expectOnScreen(page, control);
     }
     expect(await page.locator("#keys button").count()).toBe(9);
@@ -431,7 +433,7 @@ describe("web page", () => {
     // The list is a drawer over the terminal: full width, every button on screen.
     await page.locator("#menu").click();
     await page.locator(`#sessions tr[data-id="${id}"].attached`).waitFor();
-    for (const control of ["#label", "#new", "#refresh", "#show-ended", "#purge-ended", `#sessions tr[data-id="${id}"] button`]) {
+    for (const control of ["#label", "#new", "#refresh", "#show-ended", "#purge-ended", "#signout-drawer", `#sessions tr[data-id="${id}"] button`]) {
       await expectOnScreen(page, control);
     }
     const drawer = await page.locator("#sidebar").boundingBox();
@@ -440,6 +442,12 @@ describe("web page", () => {
     await page.locator("#menu").click();
     expect(await page.locator("#sidebar").isHidden()).toBe(true);
     expect(await page.locator("#message").isHidden()).toBe(true);
+
+    // Sign out is at the foot of the list on a phone.
+    await page.locator("#menu").click();
+    await page.locator("#signout-drawer").click();
+    await page.locator("#signin-form").waitFor();
+    expect(await page.locator("#pane").isHidden()).toBe(true);
   });
 
   it("a phone viewer and a desktop writer on one session: the session keeps the writer's size, the phone shows it scaled", async () => {

@@ -606,6 +606,7 @@ ui.signinForm.addEventListener("submit", (event) => {
   act(() => signIn(ui.apikey.value.trim()));
 });
 ui.signout.addEventListener("click", signOut);
+element("signout-drawer").addEventListener("click", signOut);
 ui.detach.addEventListener("click", () => {
   detach();
   rememberSession(null);
