@@ -62,6 +62,37 @@ function keys(name: string, ...input: string[]): void {
   tmux("send-keys", "-t", name, ...input);
 }
 
+/** The pane's terminal modes, as tmux tracks them (tmux 3.3's FORMATS). */
+const MODES = ["alternate_on", "mouse_any_flag", "mouse_standard_flag", "mouse_button_flag", "mouse_all_flag", "mouse_sgr_flag", "mouse_utf8_flag", "keypad_cursor_flag", "keypad_flag", "cursor_flag"];
+function modes(name: string): Record<string, string> {
+  const values = tmux("display-message", "-p", "-t", name, MODES.map((f) => `#{${f}}`).join(" ")).trim().split(" ");
+  return Object.fromEntries(MODES.map((f, i) => [f, values[i] as string]));
+}
+/** A terminal as it is without a full-screen program: main screen, no mouse, normal keys, cursor shown. */
+const RESTORED_MODES = {
+  alternate_on: "0",
+  mouse_any_flag: "0",
+  mouse_standard_flag: "0",
+  mouse_button_flag: "0",
+  mouse_all_flag: "0",
+  mouse_sgr_flag: "0",
+  mouse_utf8_flag: "0",
+  keypad_cursor_flag: "0",
+  keypad_flag: "0",
+  cursor_flag: "1",
+};
+/** vim with the mouse on: the alternate screen, SGR mouse reporting, application cursor keys and keypad. */
+const VIM = ["vim", "-u", "NONE", "-N", "-c", "set mouse=a", "-c", "set ttymouse=sgr"];
+/** Until the pane shows vim's modes (vim has started and drawn). */
+function waitForVimModes(name: string): Promise<unknown> {
+  const inVim = { alternate_on: "1", mouse_any_flag: "1", mouse_sgr_flag: "1", keypad_cursor_flag: "1", keypad_flag: "1", cursor_flag: "1" };
+  return until(() => Object.entries(inVim).every(([f, v]) => modes(name)[f] === v), 15_000, `vim's modes on in pane ${name}`).catch(
+    (error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(modes(name))}\n--- pane ---\n${screen(name)}`);
+    },
+  );
+}
+
 const cli = (args: string[]) =>
   promisify(execFile)("node", [CLI, ...args], {
     env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: TENANTS.acme },
@@ -165,40 +196,43 @@ describe("ptybroker CLI", () => {
     await waitForScreen("vim", /^before-6-vim$/m);
     // Real vim, with the mouse on: it enters the alternate screen and turns on mouse reporting,
     // application cursor keys and the application keypad in the local terminal (tmux's pane).
-    keys("vim", "vim -u NONE -N -c 'set mouse=a' -c 'set ttymouse=sgr'", "Enter");
-    const FLAGS = ["alternate_on", "mouse_any_flag", "mouse_standard_flag", "mouse_button_flag", "mouse_all_flag", "mouse_sgr_flag", "mouse_utf8_flag", "keypad_cursor_flag", "keypad_flag", "cursor_flag"];
-    const flags = () => {
-      const values = tmux("display-message", "-p", "-t", "vim", FLAGS.map((f) => `#{${f}}`).join(" ")).trim().split(" ");
-      return Object.fromEntries(FLAGS.map((f, i) => [f, values[i]]));
-    };
-    const inVim = { alternate_on: "1", mouse_any_flag: "1", mouse_sgr_flag: "1", keypad_cursor_flag: "1", keypad_flag: "1", cursor_flag: "1" };
-    await until(() => Object.entries(inVim).every(([f, v]) => flags()[f] === v), 15_000, "vim's modes on").catch((error: Error) => {
-      throw new Error(`${error.message}: ${JSON.stringify(flags())}\n--- pane ---\n${screen("vim")}`);
-    });
+    keys("vim", VIM.map((word) => (word.includes(" ") ? `'${word}'` : word)).join(" "), "Enter");
+    await waitForVimModes("vim");
     const session = await api.get(s.id);
     const vimRunning = () =>
       liveSessionProcesses(session.pid as number).some((pid) => /^vim/.test(readFileSync(`/proc/${pid}/comm`, "utf8")));
     expect(vimRunning()).toBe(true);
 
     keys("vim", "C-]");
-    await waitForScreen("vim", /^CLI-EXIT=0$/m);
-    expect(flags()).toEqual({
-      alternate_on: "0",
-      mouse_any_flag: "0",
-      mouse_standard_flag: "0",
-      mouse_button_flag: "0",
-      mouse_all_flag: "0",
-      mouse_sgr_flag: "0",
-      mouse_utf8_flag: "0",
-      keypad_cursor_flag: "0",
-      keypad_flag: "0",
-      cursor_flag: "1",
-    });
+    await waitForScreen("vim", /^CLI-EXIT=0 *$/m);
+    expect(modes("vim")).toEqual(RESTORED_MODES);
     // Back on the main screen: what was there before vim, then the CLI's note.
     const after = screen("vim");
     expect(after).toMatch(new RegExp(`^before-6-vim\\n[^\\n]*vim -u NONE[^\\n]*\\n(?:\\s*\\n)*\\[ptybroker: detached from ${s.id};`, "m"));
     expect((await api.get(s.id)).status).toBe("running");
     expect(vimRunning()).toBe(true);
+  });
+
+  it("the session ending under vim (SIGKILL: vim restores nothing), or the CLI killed under vim: the terminal is restored either way", async () => {
+    const [ends, killed] = await Promise.all([api.create({ command: VIM[0], args: VIM.slice(1) }), api.create({ command: VIM[0], args: VIM.slice(1) })]);
+    sessions.push(ends.id, killed.id);
+    pane("vim-ends", `node ${CLI} attach ${ends.id}; echo CLI-EXIT=$?; exec sleep 300`);
+    pane("vim-killed", `node ${CLI} attach ${killed.id}; echo CLI-EXIT=$?; exec sleep 300`);
+    await Promise.all([waitForVimModes("vim-ends"), waitForVimModes("vim-killed")]);
+
+    const res = await api.request("POST", `/v1/sessions/${ends.id}/signal`, { signal: "SIGKILL" });
+    expect(res.status).toBe(202);
+    await waitForScreen("vim-ends", /^CLI-EXIT=137 *$/m);
+    expect(screen("vim-ends")).toMatch(/^\[ptybroker: session ended by SIGKILL\]/m);
+    expect(modes("vim-ends")).toEqual(RESTORED_MODES);
+
+    const shell = tmux("display-message", "-p", "-t", "vim-killed", "#{pane_pid}").trim();
+    const cliPid = Number(readFileSync(`/proc/${shell}/task/${shell}/children`, "utf8").trim());
+    expect(readFileSync(`/proc/${cliPid}/cmdline`, "utf8")).toContain("ptybroker.js");
+    process.kill(cliPid, "SIGTERM");
+    await waitForScreen("vim-killed", /^CLI-EXIT=143 *$/m);
+    expect(modes("vim-killed")).toEqual(RESTORED_MODES);
+    expect((await api.get(killed.id)).status).toBe("running");
   });
 
   it("rides out dropped and silent networks: every byte printed once, typed input kept", async () => {
