@@ -48,7 +48,7 @@ describe("raw-mode paste", () => {
     await raw.waitForOutput(/GOT \d+ [0-9a-f]{64} END/, 20_000);
     const [, count, digest] = /GOT (\d+) ([0-9a-f]{64}) END/.exec(raw.text) ?? [];
     expect({ count: Number(count), digest }).toEqual({ count: size, digest: sha256(paste) });
-    const done = await api.request("GET", `/v1/sessions/${s.id}/wait?timeoutSec=10`);
+    const done = await api.request("GET", `/v1/sessions/${s.id}/wait?timeoutSec=30`);
     expect(done.body).toMatchObject({ status: "exited", exitCode: 0 });
   });
 
