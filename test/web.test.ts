@@ -551,6 +551,21 @@ describe("web page", () => {
     expect(await phone.locator("#message").isHidden()).toBe(true);
   });
 
+  it("a writer whose size applies while it is still replaying a long history draws that size once live", async () => {
+    const s = await api.create({ ...BASH, cols: 80, rows: 24, label: "web-e2e-long-history" });
+    created.add(s.id);
+    await api.input(s.id, "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo big-$((5*5))\n");
+    await until(async () => (await api.get(s.id)).offset > 3_000_000, 30_000, "3 MB of output");
+    const page = await openPage(`${url}/#session=${s.id}`);
+    await page.locator("#apikey").fill(TENANTS.acme);
+    await page.locator("#signin").click();
+    await waitForRow(page, "big-25", 30_000);
+    const want = await fits(page);
+    await until(async () => (await api.get(s.id)).cols === want.cols, 10_000, `the session to take the page's ${want.cols} columns`);
+    await until(async () => (await drawn(page)).cols === want.cols, 10_000, `the page to draw ${want.cols} columns`);
+    expect(await drawn(page)).toEqual({ ...want, scale: 1 });
+  });
+
   it("draws underscores: the pixels under a row of `_` are lit", async () => {
     const page = await openPage(url);
     await signIn(page);
@@ -630,6 +645,14 @@ describe("web page", () => {
     const firstRow = page.locator(`#sessions tr[data-id="${first.id}"]`);
     expect(await firstRow.locator("td.status").textContent()).toBe("exited (code 0)");
     expect(await page.locator(`#sessions tr[data-id="${running.id}"] button.purge`).count()).toBe(0);
+    // Long labels and statuses are cut short: every button of the list is inside its column.
+    const column = await page.locator("#sidebar").boundingBox();
+    for (const box of await page.locator("#sessions button").evaluateAll((all) =>
+      all.map((e) => (e as unknown as PageElement).getBoundingClientRect().right),
+    )) {
+      expect(box).toBeLessThanOrEqual((column?.x ?? 0) + (column?.width ?? 0));
+    }
+    await page.screenshot({ path: join(ROOT, "docs/web-ended.png") });
     await firstRow.locator("button.purge").click();
     await firstRow.waitFor({ state: "detached" });
     expect((await api.request("GET", `/v1/sessions/${first.id}`)).status).toBe(404);

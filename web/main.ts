@@ -200,10 +200,14 @@ function fitted(): Size | null {
   return { cols: Math.min(1000, proposed.cols), rows: Math.min(1000, proposed.rows) };
 }
 
+/** The attached session's size as last heard: `hello`, then `resize` messages. */
+let sessionSize: Size | null = null;
+/** `resize` messages heard on this attachment, so an older REST answer never undoes a newer one. */
+let resizesHeard = 0;
+
 /** The size the terminal shows: the attached session's, else what fits. */
 function shownSize(): Size | null {
-  const session = pty?.session;
-  if (pty && session) return { cols: session.cols, rows: session.rows };
+  if (pty && sessionSize) return sessionSize;
   return fitted();
 }
 
@@ -236,11 +240,13 @@ function layout(): void {
   ui.size.hidden = !differs;
   ui.terminal.dataset.differs = String(differs);
   if (differs && size) {
-    const how = zoom === "actual" ? " 1:1" : fitScale < 1 ? " fit" : "";
+    const larger = fitScale < 1;
+    const how = !larger ? "" : zoom === "actual" ? " 1:1" : " fit";
     ui.size.textContent = `${size.cols}×${size.rows}${how}`;
     ui.size.title =
-      `the session is ${size.cols}×${size.rows}, this window fits ${fits?.cols}×${fits?.rows}: ` +
-      (zoom === "fit" ? "scaled to fit; tap for actual size" : "actual size, scrolled; tap to scale to fit");
+      `the session is ${size.cols}×${size.rows}, this window fits ${fits?.cols}×${fits?.rows}` +
+      (!larger ? "" : zoom === "fit" ? ": scaled to fit; tap for actual size" : ": actual size, scrolled; tap to scale to fit") +
+      (pty?.readOnly ? "" : ". Typing here gives the session this window's size.");
     ui.size.setAttribute("aria-pressed", String(zoom === "actual"));
   }
 }
@@ -340,6 +346,8 @@ function detach(): void {
   pty = null;
   exited = false;
   sentSize = "";
+  sessionSize = null;
+  resizesHeard = 0;
   setCtrl(false);
   term.reset();
   term.options.disableStdin = false;
@@ -376,10 +384,25 @@ async function attach(open: (onData: (bytes: Uint8Array) => void) => Promise<Pty
     if (!exited) setStatus(state);
     if (state === "open") {
       // A new connection: the session's size came with its `hello`; the server hears ours again.
+      if (next.session) sessionSize = { cols: next.session.cols, rows: next.session.rows };
       sentSize = "";
       layout();
       sendSize();
     }
+  });
+  next.on("live", () => {
+    // A size that changed while this connection was still replaying is not sent to it (the edge
+    // sends `resize` to clients that are live): ask for the session once replay has caught up.
+    const heard = resizesHeard;
+    requireBroker()
+      .get(next.id)
+      .then((now) => {
+        if (pty !== next || resizesHeard !== heard) return;
+        if (sessionSize?.cols === now.cols && sessionSize.rows === now.rows) return;
+        sessionSize = { cols: now.cols, rows: now.rows };
+        layout();
+      })
+      .catch(() => undefined); // a best effort: the next resize message says it too
   });
   next.on("exit", ({ status, exitCode, signal, reason }) => {
     if (pty !== next) return;
@@ -390,14 +413,18 @@ async function attach(open: (onData: (bytes: Uint8Array) => void) => Promise<Pty
   next.on("gap", ({ from, to }) => {
     if (pty === next) say(`history trimmed: bytes ${from}–${to} are no longer retained`, "info");
   });
-  next.on("resize", () => {
-    if (pty === next) layout();
+  next.on("resize", (size) => {
+    if (pty !== next) return;
+    resizesHeard++;
+    sessionSize = { cols: size.cols, rows: size.rows };
+    layout();
   });
   next.on("error", (error) => {
     if (pty === next) showError(error);
   });
 
   const session = next.session;
+  if (session) sessionSize = { cols: session.cols, rows: session.rows };
   ui.title.textContent = session?.label ? `${next.id} · ${session.label}` : next.id;
   ui.title.title = ui.title.textContent;
   ui.readonly.hidden = !next.readOnly;
