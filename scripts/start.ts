@@ -29,6 +29,11 @@ const passThrough = [
   "MAX_CLIENT_LAG_BYTES",
   "MAX_CREATES_PER_MINUTE",
   "LINK_GRACE_MS",
+  "SESSION_TIMEOUT_SEC",
+  "SESSION_IDLE_TIMEOUT_SEC",
+  "SESSION_DETACHED_TIMEOUT_SEC",
+  "SESSION_RETAIN_SEC",
+  "CORS_ORIGINS",
   "LOG_LEVEL",
 ];
 const vars = Object.fromEntries(passThrough.filter((k) => process.env[k]).map((k) => [k, process.env[k] as string]));

@@ -147,9 +147,13 @@ export class ClientHub {
     }
   }
 
-  /** A control message to every live subscriber (e.g. `resize`). */
+  /**
+   * A control message to every subscriber (e.g. `resize`), also those still replaying: a size
+   * is not bound to an offset, and a client that learns it only after its replay draws the old
+   * one until then.
+   */
   broadcast(message: ServerMessage): void {
-    for (const sub of this.subscribers()) if (sub.live && !sub.closed) sub.control(message);
+    for (const sub of this.subscribers()) if (!sub.closed) sub.control(message);
   }
 
   /** An error for every client that may write (input they sent was dropped). */
