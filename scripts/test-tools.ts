@@ -1,5 +1,6 @@
 // The programs the tests run that npm cannot bring: chromium (test/web.test.ts drives the page in
-// it), redis-server and redis-cli (the output log, the Redis Cluster) and tmux (test/cli.test.ts).
+// it), redis-server and redis-cli (the output log, the Redis Cluster), tmux (test/cli.test.ts) and
+// vim (test/cli.test.ts detaches from inside it; sessions run it from their own PATH).
 //
 // `tsx scripts/test-tools.ts` (npm's `pretest`) finds each one, or provides it from Debian's
 // packages, and writes where it is to node_modules/.cache/ptybroker-test-tools/tools.json:
@@ -17,7 +18,7 @@ import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export type Tool = "chromium" | "redis-server" | "redis-cli" | "tmux";
+export type Tool = "chromium" | "redis-server" | "redis-cli" | "tmux" | "vim";
 
 /** Per program: its Debian package, the real binary inside it, and who needs it (for messages). */
 const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
@@ -26,6 +27,7 @@ const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
   "redis-server": { pkg: "redis-server", binary: "usr/bin/redis-server", for: "the Redis output log tests" },
   "redis-cli": { pkg: "redis-tools", binary: "usr/bin/redis-cli", for: "the Redis Cluster tests" },
   tmux: { pkg: "tmux", binary: "usr/bin/tmux", for: "test/cli.test.ts" },
+  vim: { pkg: "vim", binary: "usr/bin/vim.basic", for: "test/cli.test.ts (detach from inside vim)" },
 };
 const NAMES = Object.keys(TOOLS) as Tool[];
 

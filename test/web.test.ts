@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
+import { mkdirSync } from "node:fs";
 import { toolPath } from "../scripts/test-tools.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, until } from "./harness.js";
@@ -38,6 +39,13 @@ declare const window: { statesSeen?: string[] };
 
 /** Debian's chromium, found or provided by npm test's pretest step (scripts/test-tools.ts). */
 const CHROMIUM = toolPath("chromium");
+/**
+ * Screenshots are the suite's artefacts, kept in dist/screenshots (git-ignored) after every run;
+ * `PTYB_SCREENSHOTS=docs npm test -- test/web.test.ts` writes them over the README's images.
+ */
+const SHOTS = process.env.PTYB_SCREENSHOTS === "docs" ? join(ROOT, "docs") : join(ROOT, "dist/screenshots");
+mkdirSync(SHOTS, { recursive: true });
+const shot = (name: string) => join(SHOTS, name);
 const url = inject("edgeUrl");
 const api = new Api(url, TENANTS.acme);
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
@@ -208,7 +216,7 @@ describe("web page", () => {
     const before = await waitForRow(page, "42-web");
     expect(before.some((row) => row.endsWith("echo $((6*7))-web"))).toBe(true);
     await page.locator(`#sessions tr[data-id="${id}"].attached`).waitFor();
-    await page.screenshot({ path: join(ROOT, "docs/web.png") });
+    await page.screenshot({ path: shot("web.png") });
 
     // A reload attaches again (the fragment keeps the id, sessionStorage the key) and replays.
     await page.reload();
@@ -428,7 +436,7 @@ describe("web page", () => {
     await page.keyboard.type("ls -1 /etc | head -n 6; echo container_info.json; echo $((6*7))-phone");
     await page.keyboard.press("Enter");
     await waitForRow(page, "42-phone");
-    await page.screenshot({ path: join(ROOT, "docs/web-phone.png") });
+    await page.screenshot({ path: shot("web-phone.png") });
 
     // The list is a drawer over the terminal: full width, every button on screen.
     await page.locator("#menu").click();
@@ -438,7 +446,7 @@ describe("web page", () => {
     }
     const drawer = await page.locator("#sidebar").boundingBox();
     expect(drawer?.width).toBe(390);
-    await page.screenshot({ path: join(ROOT, "docs/web-phone-list.png") });
+    await page.screenshot({ path: shot("web-phone-list.png") });
     await page.locator("#menu").click();
     expect(await page.locator("#sidebar").isHidden()).toBe(true);
     expect(await page.locator("#message").isHidden()).toBe(true);
@@ -479,7 +487,7 @@ describe("web page", () => {
     expect(small.scale).toBeLessThan(1);
     await expectOnScreen(phone, "#terminal .xterm-screen");
     expect(await phone.locator("#keys").isHidden()).toBe(true); // a viewer has nothing to type
-    await phone.screenshot({ path: join(ROOT, "docs/web-phone-viewer.png") });
+    await phone.screenshot({ path: shot("web-phone-viewer.png") });
     // A tap on the size shows the session at actual size, scrolled; another scales it again.
     await phone.locator("#size", { hasText: `${wide.cols}×${wide.rows} fit` }).click();
     await phone.locator("#size", { hasText: `${wide.cols}×${wide.rows} 1:1` }).waitFor();
@@ -538,7 +546,7 @@ describe("web page", () => {
     await until(async () => (await drawn(phone)).scale === 1, 10_000, "the phone to draw the session unscaled");
     await until(async () => (await drawn(desktop)).cols === narrow.cols, 10_000, "the desktop to draw the phone's size");
     expect(await drawn(desktop)).toEqual({ ...narrow, scale: 1 });
-    await desktop.screenshot({ path: join(ROOT, "docs/web-desktop-follows-phone.png") });
+    await desktop.screenshot({ path: shot("web-desktop-follows-phone.png") });
 
     // The desktop types again: back to the desktop's size.
     await desktop.keyboard.type("echo desk-again-$((2+2))");
@@ -652,7 +660,7 @@ describe("web page", () => {
     )) {
       expect(box).toBeLessThanOrEqual((column?.x ?? 0) + (column?.width ?? 0));
     }
-    await page.screenshot({ path: join(ROOT, "docs/web-ended.png") });
+    await page.screenshot({ path: shot("web-ended.png") });
     await firstRow.locator("button.purge").click();
     await firstRow.waitFor({ state: "detached" });
     expect((await api.request("GET", `/v1/sessions/${first.id}`)).status).toBe(404);
