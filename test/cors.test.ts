@@ -5,10 +5,10 @@
 // edge's, which runs with CORS_ORIGINS set to the first page's origin.
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Browser, type Page, chromium } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { toolPath } from "../scripts/test-tools.js";
+import { launchChromium } from "./browser.js";
 import { Api, fetchOutput, until, waitForRunners } from "./harness.js";
 
 const KEY = "cors-key";
@@ -37,19 +37,7 @@ beforeAll(async () => {
   edge = await startEdge({ apiKeys: `acme:${KEY}`, runnerToken, vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example` } });
   runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "cors-runner" });
   await waitForRunners(edge.url, runnerToken, 1);
-  browser = await chromium.launch({
-    executablePath: toolPath("chromium"),
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -11,10 +11,10 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { promisify } from "node:util";
 import { build } from "esbuild";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Edge, type ManagedProcess, ROOT, secret, startEdge, startRunner, waitForRunners } from "../scripts/stack.js";
-import { toolPath } from "../scripts/test-tools.js";
+import { launchChromium } from "./browser.js";
 import { Api } from "./harness.js";
 
 const run = promisify(execFile);
@@ -323,11 +323,7 @@ console.log(JSON.stringify({ id: pty.id, exit, text }));
     // The same page from an origin CORS_ORIGINS does not name.
     const otherOrigin = await servePage();
 
-    const chromiumBrowser = (browser ??= await chromium.launch({
-      executablePath: toolPath("chromium"),
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    }));
+    const chromiumBrowser = (browser ??= await launchChromium());
     const read = async (origin: string) => {
       const context = await chromiumBrowser.newContext();
       try {

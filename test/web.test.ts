@@ -4,11 +4,11 @@
 // connection that resumes by offset. Every wait has a deadline; none is a fixed sleep.
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, type Page, chromium } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
 import { mkdirSync } from "node:fs";
-import { toolPath } from "../scripts/test-tools.js";
+import { launchChromium } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, until } from "./harness.js";
 import { type TcpProxy, startProxy } from "./tcp-proxy.js";
@@ -37,8 +37,6 @@ declare const MutationObserver: new (callback: () => void) => {
 };
 declare const window: { statesSeen?: string[] };
 
-/** Debian's chromium, found or provided by npm test's pretest step (scripts/test-tools.ts). */
-const CHROMIUM = toolPath("chromium");
 /**
  * Screenshots are the suite's artefacts, kept in dist/screenshots (git-ignored) after every run;
  * `PTYB_SCREENSHOTS=docs npm test -- test/web.test.ts` writes them over the README's images.
@@ -58,20 +56,7 @@ const proxies = new Set<TcpProxy>();
 let pageErrors: string[] = [];
 
 beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // Without the background-networking flags chromium keeps dialling out of this closed network.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterEach(async () => {
