@@ -7,6 +7,12 @@ export const ErrorStatus = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   SESSION_EXITED: 409,
+  /** `run`: the shell is not at its prompt (a command or program is running) */
+  BUSY: 409,
+  /** resize of a session without a terminal (`pty: false`) */
+  NOT_A_TTY: 409,
+  /** `run`: the session's program is not a shell with integration */
+  NO_SHELL_INTEGRATION: 409,
   PAYLOAD_TOO_LARGE: 413,
   QUOTA_EXCEEDED: 429,
   INTERNAL: 500,

@@ -13,6 +13,8 @@ export const Op = {
   Input: 0x02,
   /** runner → edge: `0x03 · u32 BE read id · u64 BE offset · bytes`, log bytes answering a `read` */
   ReadChunk: 0x03,
+  /** server → client: `0x04 · u64 BE offset · bytes that repaint the screen as it is at offset` (not output: they take no offsets) */
+  Screen: 0x04,
 } as const;
 
 /** Bytes before the payload of a ReadChunk frame. */
@@ -32,10 +34,19 @@ export const MAX_CONTROL_BYTES = 4096;
 const TWO_32 = 2 ** 32;
 
 export function encodeOutput(offset: number, bytes: Uint8Array): Uint8Array {
+  return encodeAtOffset(Op.Output, offset, bytes);
+}
+
+/** A repaint of the screen as it is at `offset` (from=screen, onLag=screen). */
+export function encodeScreen(offset: number, bytes: Uint8Array): Uint8Array {
+  return encodeAtOffset(Op.Screen, offset, bytes);
+}
+
+function encodeAtOffset(op: typeof Op.Output | typeof Op.Screen, offset: number, bytes: Uint8Array): Uint8Array {
   if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
   const frame = new Uint8Array(OUTPUT_HEADER_BYTES + bytes.byteLength);
   const view = new DataView(frame.buffer);
-  frame[0] = Op.Output;
+  frame[0] = op;
   view.setUint32(1, Math.floor(offset / TWO_32));
   view.setUint32(5, offset >>> 0);
   frame.set(bytes, OUTPUT_HEADER_BYTES);
@@ -71,6 +82,7 @@ export function encodeInput(bytes: Uint8Array): Uint8Array {
 
 export type Frame =
   | { op: "output"; offset: number; data: Uint8Array }
+  | { op: "screen"; offset: number; data: Uint8Array }
   | { op: "input"; data: Uint8Array }
   | { op: "readChunk"; readId: number; offset: number; data: Uint8Array }
   | { op: "invalid"; reason: string };
@@ -79,14 +91,16 @@ export type Frame =
 export function decodeFrame(frame: Uint8Array): Frame {
   if (frame.byteLength === 0) return { op: "invalid", reason: "empty frame" };
   switch (frame[0]) {
-    case Op.Output: {
+    case Op.Output:
+    case Op.Screen: {
+      const op = frame[0] === Op.Output ? "output" : "screen";
       if (frame.byteLength < OUTPUT_HEADER_BYTES) {
-        return { op: "invalid", reason: "output frame shorter than its header" };
+        return { op: "invalid", reason: `${op} frame shorter than its header` };
       }
       const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
       const offset = view.getUint32(1) * TWO_32 + view.getUint32(5);
       if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
-      return { op: "output", offset, data: frame.subarray(OUTPUT_HEADER_BYTES) };
+      return { op, offset, data: frame.subarray(OUTPUT_HEADER_BYTES) };
     }
     case Op.Input:
       return { op: "input", data: frame.subarray(1) };
@@ -108,6 +122,23 @@ export function decodeFrame(frame: Uint8Array): Frame {
 
 const dimension = z.number().int().min(1).max(1000);
 const offsetSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** Largest JSON message on a runner link (a `run_result` carries up to 1 MiB of output, escaped). */
+export const MAX_LINK_MESSAGE_BYTES = 16 << 20;
+
+/** Longest command text `run` types or a `command` message carries. */
+export const MAX_COMMAND_TEXT = 16384;
+
+const ScreenSnapshotSchema = z.object({
+  offset: offsetSchema,
+  cols: dimension,
+  rows: dimension,
+  cursor: z.object({ x: z.number().int().min(0), y: z.number().int().min(0), visible: z.boolean() }),
+  alternate: z.boolean(),
+  title: z.string().nullable(),
+  lines: z.array(z.string()),
+  ansi: z.string(),
+});
 export const SignalSchema = z.enum(SIGNALS);
 
 /** client → server */
@@ -137,6 +168,10 @@ export type ServerMessage =
   | { type: "live"; offset: number }
   | { type: "gap"; from: number; to: number }
   | { type: "resize"; cols: number; rows: number }
+  /** before a 0x04 frame: the screen as it is at `offset`; live output continues there */
+  | { type: "screen"; offset: number; cols: number; rows: number }
+  /** a shell command ended (DESIGN §10) */
+  | { type: "command"; seq: number; command: string; exitCode: number | null; from: number; to: number }
   | ({ type: "exit" } & ExitInfo)
   | { type: "error"; code: string; message: string }
   | { type: "pong" };
@@ -196,6 +231,44 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("log_reset") }),
   /** heartbeat; answered with `pong` by the edge without waking the object */
   z.object({ type: z.literal("ping") }),
+  /**
+   * a shell command ended (OSC 133 C…D). Sent again for recent commands after every `resume`
+   * (a link may drop with one in flight): the edge keeps each `from` once.
+   */
+  z.object({
+    type: z.literal("command"),
+    command: z.string().max(MAX_COMMAND_TEXT),
+    exitCode: z.number().int().nullable(),
+    from: offsetSchema,
+    to: offsetSchema,
+    startedAt: z.number().int(),
+    endedAt: z.number().int(),
+  }),
+  /** answers `screen` */
+  z.object({ type: z.literal("screen_result"), id: z.number().int().min(0), screen: ScreenSnapshotSchema }),
+  /** answers `run` */
+  z.object({
+    type: z.literal("run_result"),
+    id: z.number().int().min(0),
+    result: z.object({
+      command: z.string(),
+      exitCode: z.number().int().nullable(),
+      output: z.string(),
+      from: offsetSchema,
+      to: offsetSchema,
+      startedAt: z.number().int(),
+      durationMs: z.number().min(0),
+      timedOut: z.boolean(),
+      truncated: z.boolean(),
+    }),
+  }),
+  /** a `screen` or `run` could not be answered */
+  z.object({
+    type: z.literal("call_failed"),
+    id: z.number().int().min(0),
+    code: z.enum(["BUSY", "NO_SHELL_INTEGRATION", "SESSION_EXITED", "INTERNAL"]),
+    message: z.string().max(1000),
+  }),
 ]);
 export type RunnerLinkMessage = z.infer<typeof RunnerLinkMessage>;
 
@@ -213,6 +286,23 @@ export const EdgeLinkMessage = z.discriminatedUnion("type", [
   /** the read's client has gone: stop reading (no read_end follows) */
   z.object({ type: z.literal("read_cancel"), id: z.number().int().min(0) }),
   z.object({ type: z.literal("pong") }),
+  /**
+   * the screen as it is now (host link: the runner's live emulator, answered with the offset it
+   * has read up to); with `rebuild` (reader link, no live emulator): an emulator of that size
+   * fed the log's [from, to)
+   */
+  z.object({
+    type: z.literal("screen"),
+    id: z.number().int().min(0),
+    rebuild: z.object({ from: offsetSchema, to: offsetSchema, cols: dimension, rows: dimension }).optional(),
+  }),
+  /** type `command` and Enter into the shell at its prompt; answer with run_result when it ends or times out */
+  z.object({
+    type: z.literal("run"),
+    id: z.number().int().min(0),
+    command: z.string().min(1).max(MAX_COMMAND_TEXT),
+    timeoutMs: z.number().int().min(1),
+  }),
 ]);
 export type EdgeLinkMessage = z.infer<typeof EdgeLinkMessage>;
 

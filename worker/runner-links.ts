@@ -9,6 +9,7 @@ import {
   type EdgeLinkMessage,
   PING_TEXT,
   PONG_TEXT,
+  MAX_LINK_MESSAGE_BYTES,
   RunnerLinkMessage,
   decodeFrame,
   parseMessage,
@@ -138,7 +139,7 @@ export class RunnerLinks {
       return;
     }
     if (message === PING_TEXT) return sendQuietly(ws, PONG_TEXT);
-    const parsed = parseMessage(RunnerLinkMessage, message, 1 << 16);
+    const parsed = parseMessage(RunnerLinkMessage, message, MAX_LINK_MESSAGE_BYTES);
     if (!parsed.ok) return log.warn("link.message", { key: this.port.keyForLog(), outcome: "invalid", reason: parsed.reason });
     const msg = parsed.value;
     switch (msg.type) {
