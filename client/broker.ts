@@ -1,10 +1,12 @@
 // The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
+import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { base64ToBytes } from "../shared/base64.js";
 import type { Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
+import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
 import { Http } from "./http.js";
-import { type ConnectOptions, Pty, type SessionPatch, type SocketLike } from "./pty.js";
+import { type ConnectOptions, Pty, type SessionPatch, type SocketLike, type SocketQuery } from "./pty.js";
 
 export interface PtyBrokerOptions {
   /** The edge's base URL, e.g. `https://ptybroker.example.workers.dev`. */
@@ -77,9 +79,9 @@ export class PtyBroker {
 
   /** Creates a session and attaches to it from its first byte. */
   async create(options: CreateOptions & ConnectOptions = {}): Promise<Pty> {
-    const { from: _from, onData, reconnect, heartbeatMs, connectTimeoutMs, ...body } = options;
+    const { from: _from, onData, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs, ...body } = options;
     const session = await this.createSession(body);
-    return this.connect(session.id, { from: 0, onData, reconnect, heartbeatMs, connectTimeoutMs });
+    return this.connect(session.id, { from: 0, onData, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs });
   }
 
   /** Creates a session without attaching to it. */
@@ -87,13 +89,17 @@ export class PtyBroker {
     return this.http.json<Session>("POST", "/v1/sessions", body);
   }
 
-  /** Attaches to a session: replays from `from` (default: everything retained), then live. */
+  /**
+   * Attaches to a session: replays from `from` (default: everything retained; `"screen"`: the
+   * current screen, then output from its offset), then live.
+   */
   async connect(id: string, options: ConnectOptions = {}): Promise<Pty> {
     const pty = new Pty(
       id,
       {
-        openSocket: (sessionId, from) => this.openSocket(sessionId, from),
+        openSocket: (sessionId, query) => this.openSocket(sessionId, query),
         rest: (method, path, body) => this.http.json(method, path, body),
+        calls: new AgentCalls(this.http, id),
       },
       this.tokenRole() === "viewer",
       options,
@@ -164,8 +170,50 @@ export class PtyBroker {
     return this.http.json("GET", `${this.path(id)}/wait${options.timeoutSec ? `?timeoutSec=${options.timeoutSec}` : ""}`);
   }
 
-  async input(id: string, data: string): Promise<void> {
-    await this.http.json("POST", `${this.path(id)}/input`, { data });
+  /**
+   * Types `data` into the session (`POST .../input`) and answers `{bytes, offset}`: `offset` is
+   * where whatever the input causes starts in the output (`expect`'s `from`). With an
+   * `idempotencyKey` the input is applied once however often the request is repeated.
+   */
+  input(id: string, data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
+    return new AgentCalls(this.http, id).input(data, options);
+  }
+
+  /**
+   * Waits on the server until the session's output matches `pattern` (a string literally, unless
+   * `literal: false`; a RegExp as such), from `options.from` (default: from now) on.
+   */
+  expect(id: string, pattern: string | RegExp, options: ExpectOptions = {}): Promise<ExpectResult> {
+    return new AgentCalls(this.http, id).expect(pattern, options);
+  }
+
+  /**
+   * Runs one command line in the session's shell (the default login shell) and answers once it
+   * has finished: `{exitCode, output, ...}`. `BUSY`, `NO_SHELL_INTEGRATION`, `SESSION_EXITED`
+   * are thrown as `PtyBrokerError`s.
+   */
+  run(id: string, command: string, options: RunOptions = {}): Promise<RunResult> {
+    return new AgentCalls(this.http, id).run(command, options);
+  }
+
+  /** The commands the session's shell ran, oldest first. */
+  commands(id: string, options: { limit?: number | undefined } = {}): Promise<CommandRecord[]> {
+    return new AgentCalls(this.http, id).commands(options);
+  }
+
+  /** The session's screen as it looks now: lines of text, cursor, size. */
+  screen(id: string): Promise<ScreenState> {
+    return new AgentCalls(this.http, id).screen();
+  }
+
+  /** The session's screen as text, lines joined with `\n`. */
+  screenText(id: string): Promise<string> {
+    return new AgentCalls(this.http, id).screenText();
+  }
+
+  /** Bytes that repaint the session's screen on an empty terminal of its size. */
+  screenAnsi(id: string): Promise<ScreenRepaint> {
+    return new AgentCalls(this.http, id).screenAnsi();
   }
 
   resize(id: string, size: { cols: number; rows: number }): Promise<Session> {
@@ -206,10 +254,11 @@ export class PtyBroker {
     return `/v1/sessions/${encodeURIComponent(id)}`;
   }
 
-  private async openSocket(id: string, from: string | null): Promise<SocketLike> {
+  private async openSocket(id: string, socketQuery: SocketQuery): Promise<SocketLike> {
     const { open, headers } = await (this.factory ??= this.socketFactory());
     const query = new URLSearchParams();
-    if (from !== null) query.set("from", from);
+    if (socketQuery.from !== null) query.set("from", socketQuery.from);
+    if (socketQuery.onLag !== undefined) query.set("onLag", socketQuery.onLag);
     if (!headers) {
       // Browsers cannot set headers on a WebSocket, and API keys never go in URLs: a socket
       // opened with an API key carries a short-lived writer token minted for it.

@@ -2,6 +2,7 @@
 // PtyBrokerErrors carrying the API's code.
 import type { ErrorBody } from "../shared/errors.js";
 import { PtyBrokerError } from "./errors.js";
+import { patientDispatcher } from "./patience.js";
 
 export interface Credentials {
   /** The tenant's API key: may do everything. */
@@ -28,8 +29,8 @@ export class Http {
   }
 
   /** A JSON call; resolves with the parsed body of a 2xx answer. */
-  async json<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await this.send(method, path, body);
+  async json<T>(method: string, path: string, body?: unknown, options: Parameters<Http["send"]>[3] = {}): Promise<T> {
+    const res = await this.send(method, path, body, options);
     return (await res.json()) as T;
   }
 
@@ -38,11 +39,17 @@ export class Http {
     method: string,
     path: string,
     body?: unknown,
-    options: { signal?: AbortSignal | undefined; headers?: Record<string, string> | undefined } = {},
+    options: {
+      signal?: AbortSignal | undefined;
+      headers?: Record<string, string> | undefined;
+      /** The server may hold the answer for minutes (`run`, `expect`): outlast Node's 300 s limit. */
+      patient?: boolean | undefined;
+    } = {},
   ): Promise<Response> {
     const { signal } = options;
     const headers: Record<string, string> = { ...options.headers, authorization: this.bearer };
     if (body !== undefined) headers["content-type"] = "application/json";
+    const dispatcher = options.patient ? await patientDispatcher() : undefined;
     let res: Response;
     try {
       res = await this.fetchImpl(`${this.base}${path}`, {
@@ -50,8 +57,12 @@ export class Http {
         headers,
         body: body === undefined ? null : JSON.stringify(body),
         signal: signal ?? null,
+        // Node's fetch (undici) takes its dispatcher here; other fetches ignore the key.
+        ...(dispatcher ? ({ dispatcher } as RequestInit) : {}),
       });
     } catch (error) {
+      // The caller's own abort is theirs to see as such, not a network failure.
+      if (signal?.aborted) throw signal.reason;
       throw new PtyBrokerError("NETWORK", `${method} ${path}: ${(error as Error).message}`);
     }
     if (res.ok) return res;

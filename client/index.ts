@@ -15,6 +15,14 @@ export {
   type DataListener,
   type SessionPatch,
 } from "./pty.js";
+export {
+  type InputOptions,
+  type InputResult,
+  type ExpectOptions,
+  type RunOptions,
+  type ScreenRepaint,
+  type CommandEvent,
+} from "./agent.js";
 export { EventStream, type BrokerEvent, type SessionEvent, type GapEvent, type EventsOptions } from "./events.js";
 export { PtyBrokerError, type ClientErrorCode } from "./errors.js";
 export type {
@@ -28,3 +36,4 @@ export type {
   SessionTimers,
 } from "../shared/session.js";
 export type { ExitInfo } from "../shared/protocol.js";
+export type { ExpectResult, CommandRecord, RunResult, ScreenState } from "../shared/agent.js";

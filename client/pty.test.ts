@@ -2,8 +2,10 @@
 // real stack runs the same paths in test/sdk.test.ts; what only a scripted server can do here
 // is resend bytes a client already has, which the real one never does.
 import { describe, expect, it } from "vitest";
-import { encodeOutput } from "../shared/protocol.js";
-import { Pty, type PtyTransport, type SocketLike } from "./pty.js";
+import { encodeOutput, encodeScreen } from "../shared/protocol.js";
+import { AgentCalls } from "./agent.js";
+import { Http } from "./http.js";
+import { Pty, type PtyTransport, type SocketLike, type SocketQuery } from "./pty.js";
 
 class ScriptedSocket implements SocketLike {
   binaryType = "blob";
@@ -14,7 +16,10 @@ class ScriptedSocket implements SocketLike {
   onclose: ((event: { code: number; reason: string }) => void) | null = null;
   onerror: ((event: unknown) => void) | null = null;
 
-  constructor(readonly from: string | null) {}
+  readonly from: string | null;
+  constructor(readonly query: SocketQuery) {
+    this.from = query.from;
+  }
 
   send(data: string | Uint8Array): void {
     this.sent.push(data);
@@ -32,7 +37,13 @@ class ScriptedSocket implements SocketLike {
     this.onmessage?.({ data: JSON.stringify(message) });
   }
   output(offset: number, text: string): void {
-    const frame = encodeOutput(offset, new TextEncoder().encode(text));
+    this.binary(encodeOutput(offset, new TextEncoder().encode(text)));
+  }
+  screen(offset: number, cols: number, rows: number, text: string): void {
+    this.json({ type: "screen", offset, cols, rows });
+    this.binary(encodeScreen(offset, new TextEncoder().encode(text)));
+  }
+  binary(frame: Uint8Array): void {
     this.onmessage?.({ data: frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength) });
   }
 }
@@ -40,14 +51,20 @@ class ScriptedSocket implements SocketLike {
 function scripted() {
   const sockets: ScriptedSocket[] = [];
   const transport: PtyTransport = {
-    openSocket: async (_id, from) => {
-      const socket = new ScriptedSocket(from);
+    openSocket: async (_id, query) => {
+      const socket = new ScriptedSocket(query);
       sockets.push(socket);
       return socket;
     },
     rest: async () => {
       throw new Error("no REST in this test");
     },
+    calls: new AgentCalls(
+      new Http("http://broker.invalid", { apiKey: "k" }, async () => {
+        throw new Error("no REST in this test");
+      }),
+      "s",
+    ),
   };
   return { sockets, transport };
 }
@@ -161,5 +178,99 @@ describe("Pty offsets", () => {
     const chunks: string[] = [];
     for await (const chunk of pty) chunks.push(new TextDecoder().decode(chunk));
     expect(chunks.join("")).toBe("early late");
+  });
+});
+
+describe("Pty screens and commands", () => {
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+  it("from=screen: the repaint as a screen event, then output from its offset; a drop resumes by offset", async () => {
+    const { pty, sockets, received } = await attached({ from: "screen", onLag: "screen" });
+    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen" });
+    const screens: [string, number, number, number][] = [];
+    pty.on("screen", ({ offset, cols, rows, data }) => screens.push([decode(data), offset, cols, rows]));
+    sockets[0].screen(5000, 100, 30, "\x1b[Hpainted");
+    // the edge replays from the screen's offset, then goes live
+    sockets[0].json({ type: "replay", from: 5000, to: 5003 });
+    sockets[0].output(5000, "abc");
+    sockets[0].json({ type: "live", offset: 5003 });
+    expect(screens).toEqual([["\x1b[Hpainted", 5000, 100, 30]]);
+    expect(received).toEqual([["abc", 5000]]);
+    expect(pty.session?.cols).toBe(100);
+    // acknowledged at once: the edge counts the client's lag from the screen's offset
+    expect(sockets[0].sent).toContain(JSON.stringify({ type: "ack", offset: 5000 }));
+    sockets[0].close(1006);
+    await until(() => sockets.length === 2);
+    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen" });
+    pty.close();
+  });
+
+  it("a drop before the screen came asks for the screen again", async () => {
+    const { pty, sockets } = await attached({ from: "screen" });
+    sockets[0].close(1006);
+    await until(() => sockets.length === 2);
+    expect(sockets[1].from).toBe("screen");
+    pty.close();
+  });
+
+  it("onLag=screen: gap for what was skipped, the screen, then live output; no data twice", async () => {
+    const { pty, sockets, received } = await attached({ onLag: "screen" });
+    const events: unknown[] = [];
+    pty.on("gap", (gap) => events.push(["gap", gap]));
+    pty.on("screen", ({ offset, data }) => events.push(["screen", offset, decode(data)]));
+    sockets[0].output(0, "hello");
+    sockets[0].json({ type: "gap", from: 5, to: 9000 });
+    sockets[0].screen(9000, 80, 24, "now");
+    sockets[0].output(9000, "!");
+    expect(events).toEqual([
+      ["gap", { from: 5, to: 9000 }],
+      ["screen", 9000, "now"],
+    ]);
+    expect(received).toEqual([
+      ["hello", 0],
+      ["!", 9000],
+    ]);
+    expect(pty.offset).toBe(9001);
+    pty.close();
+  });
+
+  it("a screen past what was delivered without a gap message reports the gap itself", async () => {
+    const { pty, sockets } = await attached({ from: 0 });
+    const gaps: unknown[] = [];
+    pty.on("gap", (gap) => gaps.push(gap));
+    sockets[0].output(0, "ab");
+    sockets[0].screen(10, 80, 24, "x");
+    expect(gaps).toEqual([{ from: 2, to: 10 }]);
+    pty.close();
+  });
+
+  it("onScreen listens from the first frame, held with hello like output", async () => {
+    const { sockets, transport } = scripted();
+    const screens: number[] = [];
+    const pty = new Pty("s", transport, false, { from: "screen", onScreen: ({ offset }) => screens.push(offset) });
+    const ready = pty.connected();
+    await until(() => sockets.length === 1);
+    sockets[0].open();
+    sockets[0].screen(42, 80, 24, "x");
+    await ready;
+    await until(() => screens.length === 1);
+    expect(screens).toEqual([42]);
+    pty.close();
+  });
+
+  it("emits command messages as command events", async () => {
+    const { pty, sockets } = await attached();
+    const commands: unknown[] = [];
+    pty.on("command", (c) => commands.push(c));
+    sockets[0].json({ type: "command", seq: 3, command: "ls", exitCode: 0, from: 10, to: 20 });
+    expect(commands).toEqual([{ seq: 3, command: "ls", exitCode: 0, from: 10, to: 20 }]);
+    pty.close();
+  });
+
+  it("a viewer's terminal refuses input and run locally", async () => {
+    const { transport } = scripted();
+    const pty = new Pty("s", transport, true, {});
+    await expect(pty.input("x")).rejects.toThrow(/viewer/);
+    await expect(pty.run("ls")).rejects.toThrow(/viewer/);
   });
 });

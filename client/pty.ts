@@ -1,10 +1,20 @@
 // One attached terminal: a framed WebSocket to `/v1/sessions/:id/connect` that reconnects by
 // itself and resumes by offset, so every output byte reaches the caller exactly once, in order.
+import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { backoffDelay } from "../shared/backoff.js";
 import { bytesToBase64 } from "../shared/base64.js";
 import { CloseCode } from "../shared/errors.js";
 import { decodeFrame, encodeInput, type ExitInfo, PING_TEXT, type ServerMessage } from "../shared/protocol.js";
 import { SIGNALS, type Session, type SignalName } from "../shared/session.js";
+import type {
+  AgentCalls,
+  CommandEvent,
+  ExpectOptions,
+  InputOptions,
+  InputResult,
+  RunOptions,
+  ScreenRepaint,
+} from "./agent.js";
 import { Emitter } from "./emitter.js";
 import { PtyBrokerError } from "./errors.js";
 
@@ -20,6 +30,14 @@ export interface PtyEvents extends Record<string, unknown[]> {
   /** Replay has caught up: bytes from `offset` on are live. */
   live: [offset: number];
   resize: [size: { cols: number; rows: number }];
+  /**
+   * The screen as it is at `offset` (`from: "screen"`, or a skip with `onLag: "screen"`): reset
+   * the terminal and write `data` into it; output (`data` events) continues at `offset`. The
+   * repaint takes no offsets and is not output: it never comes as a `data` event.
+   */
+  screen: [screen: ScreenRepaint];
+  /** A shell command ended (shell integration, DESIGN §10). */
+  command: [command: CommandEvent];
   exit: [info: ExitInfo];
   error: [error: PtyBrokerError];
 }
@@ -27,9 +45,21 @@ export interface PtyEvents extends Record<string, unknown[]> {
 export type DataListener = (bytes: Uint8Array, offset: number) => void;
 
 export interface ConnectOptions {
-  /** An offset to resume from, `"live"` for no replay, or omitted for everything retained. */
-  from?: number | "live" | undefined;
+  /**
+   * Where output starts on the first connection: an offset, `"live"` for no replay,
+   * `"screen"` for the current screen (a `screen` event) and output from its offset on, or
+   * omitted for everything retained. Reconnects always resume by offset.
+   */
+  from?: number | "live" | "screen" | undefined;
+  /**
+   * Falling more than the edge's `MAX_CLIENT_LAG_BYTES` behind: `"cut"` (the default) closes the
+   * socket, and the SDK resumes by offset, missing nothing; `"screen"` skips ahead instead: a
+   * `gap` event for what is skipped, then a `screen` event, then live output.
+   */
+  onLag?: "cut" | "screen" | undefined;
   onData?: DataListener | undefined;
+  /** Listens to `screen` events from the start (see `PtyEvents.screen`). */
+  onScreen?: ((screen: ScreenRepaint) => void) | undefined;
   /** Reconnect backoff: exponential from `baseMs` to `maxMs`, with jitter. */
   reconnect?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
   /** Ping interval; a socket silent for two intervals is given up and redialled. Default 5 s. */
@@ -62,11 +92,19 @@ export interface SocketLike {
   onerror: ((event: unknown) => void) | null;
 }
 
+/** The connect URL's query: `from` (null: everything retained) and `onLag`. */
+export interface SocketQuery {
+  from: string | null;
+  onLag?: "cut" | "screen" | undefined;
+}
+
 /** What a Pty needs from its broker: sockets, and the REST calls it falls back on. */
 export interface PtyTransport {
-  /** Opens a socket to the session's connect URL with `from` (null: everything retained). */
-  openSocket(id: string, from: string | null): Promise<SocketLike>;
+  /** Opens a socket to the session's connect URL. */
+  openSocket(id: string, query: SocketQuery): Promise<SocketLike>;
   rest<T>(method: string, path: string, body?: unknown): Promise<T>;
+  /** The agent layer's calls for this session. */
+  calls: AgentCalls;
 }
 
 /** How often the client acknowledges output (the edge cuts clients too far behind, 4008). */
@@ -113,6 +151,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
    */
   private held: unknown[] | null = null;
   private preludeBytes = 0;
+  /** The `screen` message whose 0x04 frame comes next. */
+  private screenHeader: { offset: number; cols: number; rows: number } | undefined;
 
   constructor(
     readonly id: string,
@@ -123,6 +163,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   ) {
     super();
     if (options.onData) this.on("data", options.onData);
+    if (options.onScreen) this.on("screen", options.onScreen);
     this.on("data", (bytes) => this.feedConsumers(bytes));
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -209,6 +250,52 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return token;
   }
 
+  // ---- the agent layer (REST; DESIGN §10) ----
+
+  /**
+   * Types `data` through `POST .../input` and answers `{bytes, offset}`: `offset` is the output
+   * offset when the server took the input, the `from` for an `expect` that must match only what
+   * the input caused. (`sendInput` is faster for keystrokes, over the socket, and answers nothing.)
+   */
+  async input(data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
+    this.assertWritable();
+    return this.transport.calls.input(data, options);
+  }
+
+  /**
+   * Waits on the server until the output matches `pattern`: a string is matched literally
+   * (unless `literal: false`), a RegExp as a regular expression (its flags from `imsu`).
+   */
+  expect(pattern: string | RegExp, options: ExpectOptions = {}): Promise<ExpectResult> {
+    return this.transport.calls.expect(pattern, options);
+  }
+
+  /** Runs one command line in the session's shell and answers its exit code and output. */
+  async run(command: string, options: RunOptions = {}): Promise<RunResult> {
+    this.assertWritable();
+    return this.transport.calls.run(command, options);
+  }
+
+  /** The commands the shell ran, oldest first (the last `limit`, at most 1000). */
+  commands(options: { limit?: number | undefined } = {}): Promise<CommandRecord[]> {
+    return this.transport.calls.commands(options);
+  }
+
+  /** The terminal as it looks now (from the server's emulator): lines, cursor, size. */
+  screen(): Promise<ScreenState> {
+    return this.transport.calls.screen();
+  }
+
+  /** The screen's lines as text, joined with `\n`. */
+  screenText(): Promise<string> {
+    return this.transport.calls.screenText();
+  }
+
+  /** Bytes that repaint the screen on an empty terminal of its size. */
+  screenAnsi(): Promise<ScreenRepaint> {
+    return this.transport.calls.screenAnsi();
+  }
+
   /**
    * Resolves with the exit once the session has ended. Heard on the socket while attached;
    * after `close()`, asked of the API (`GET .../wait`) until the session ends.
@@ -277,9 +364,10 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     this.retryTimer = undefined;
     if (this.state === "closed") return;
     const from = this.next !== undefined ? String(this.next) : this.options.from === undefined ? null : String(this.options.from);
+    this.screenHeader = undefined;
     let socket: SocketLike;
     try {
-      socket = await this.transport.openSocket(this.id, from);
+      socket = await this.transport.openSocket(this.id, { from, onLag: this.options.onLag });
     } catch (error) {
       this.failedAttempt(error);
       return;
@@ -325,6 +413,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
       return;
     }
     const frame = decodeFrame(new Uint8Array(data as ArrayBuffer));
+    if (frame.op === "screen") return this.screenFrame(frame.offset, frame.data);
     if (frame.op !== "output") return;
     let { offset, data: bytes } = frame;
     const end = offset + bytes.byteLength;
@@ -342,6 +431,27 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (end - this.acked >= ACK_EVERY_BYTES && this.isOpen()) {
       this.acked = end;
       this.socket?.send(JSON.stringify({ type: "ack", offset: end }));
+    }
+  }
+
+  /**
+   * A repaint of the screen at `offset` (after its `screen` message): output continues there.
+   * Bytes between what was delivered and `offset` are skipped, and said so unless a `gap` did.
+   */
+  private screenFrame(offset: number, data: Uint8Array): void {
+    const header = this.screenHeader;
+    this.screenHeader = undefined;
+    if (this.next !== undefined && offset < this.next) return; // older than what was delivered
+    if (this.next !== undefined && offset > this.next) this.emit("gap", { from: this.next, to: offset });
+    this.next = offset;
+    const cols = header?.offset === offset ? header.cols : (this.session?.cols ?? 80);
+    const rows = header?.offset === offset ? header.rows : (this.session?.rows ?? 24);
+    if (this.session) this.session = { ...this.session, cols, rows };
+    this.emit("screen", { offset, cols, rows, data });
+    // Everything below `offset` is as good as received: the edge counts this client's lag from here.
+    if (this.isOpen() && offset > this.acked) {
+      this.acked = offset;
+      this.socket?.send(JSON.stringify({ type: "ack", offset }));
     }
   }
 
@@ -374,6 +484,14 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         if (this.session) this.session = { ...this.session, cols: message.cols, rows: message.rows };
         this.emit("resize", { cols: message.cols, rows: message.rows });
         break;
+      case "screen":
+        this.screenHeader = { offset: message.offset, cols: message.cols, rows: message.rows };
+        break;
+      case "command": {
+        const { seq, command, exitCode, from, to } = message;
+        this.emit("command", { seq, command, exitCode, from, to });
+        break;
+      }
       case "exit": {
         const info: ExitInfo = {
           status: message.status,
