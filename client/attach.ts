@@ -22,6 +22,9 @@ export const TERMINAL_RESTORE =
   "\x1b[?25h" + // show the cursor
   "\x1b[0m"; // default colours and attributes
 
+/** Home and erase the screen (not the scrollback), before a repaint of the remote's screen. */
+const CLEAR_SCREEN = "\x1b[H\x1b[2J";
+
 /** Leaves the alternate screen and puts the cursor back where it was before it was entered. */
 const LEAVE_ALTERNATE = "\x1b[?1049l";
 
@@ -141,6 +144,14 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
       pty.on("data", (bytes) => {
         alternate.feed(bytes);
         stdout.write(bytes);
+      }),
+      pty.on("screen", ({ data }) => {
+        // The session's screen instead of its history (a large one): drawn from the top of a
+        // cleared screen, as tmux draws on attach. The repaint enters the alternate screen
+        // itself when the remote is in it.
+        alternate.feed(data);
+        stdout.write(CLEAR_SCREEN);
+        stdout.write(data);
       }),
       pty.on("gap", ({ from, to }) => {
         alternate.on = true; // what came before is unknown: leave it, to be sure

@@ -61,6 +61,17 @@ export interface OutputRange {
 
 type SocketFactory = (url: string, authorization: string | null) => SocketLike;
 
+/**
+ * `from: "auto"`: a session whose retained history is larger than this starts from its screen
+ * (a few KiB) rather than replaying it all.
+ */
+export const SCREEN_START_BYTES = 256 * 1024;
+
+/** Where `from: "auto"` starts for a session: its screen when its history is large, else all of it. */
+export function autoStart(session: Pick<Session, "offset" | "retainedFrom">): "screen" | undefined {
+  return session.offset - session.retainedFrom > SCREEN_START_BYTES ? "screen" : undefined;
+}
+
 /** Lifetime of the token minted for each socket when a browser holds an API key. */
 const SOCKET_TOKEN_TTL_SEC = 120;
 
@@ -91,9 +102,11 @@ export class PtyBroker {
 
   /**
    * Attaches to a session: replays from `from` (default: everything retained; `"screen"`: the
-   * current screen, then output from its offset), then live.
+   * current screen, then output from its offset; `"auto"`: the screen when the retained history
+   * is over 256 KiB, else everything), then live.
    */
   async connect(id: string, options: ConnectOptions = {}): Promise<Pty> {
+    if (options.from === "auto") options = { ...options, from: await this.autoFrom(id) };
     const pty = new Pty(
       id,
       {
@@ -247,6 +260,17 @@ export class PtyBroker {
       return role === "viewer" || role === "writer" ? role : undefined;
     } catch {
       return undefined;
+    }
+  }
+
+  /** `from: "auto"` for this session (one GET); everything retained when the session cannot be read now. */
+  private async autoFrom(id: string): Promise<"screen" | undefined> {
+    try {
+      return autoStart(await this.get(id));
+    } catch (error) {
+      const code = error instanceof PtyBrokerError ? error.code : undefined;
+      if (code === "UNAUTHORIZED" || code === "FORBIDDEN" || code === "NOT_FOUND") throw error;
+      return undefined; // the socket will retry as usual; a replay of everything is never wrong
     }
   }
 

@@ -1,6 +1,7 @@
 // The `ptybroker` command. Configuration: PTYBROKER_URL and PTYBROKER_API_KEY (or PTYBROKER_TOKEN).
 import { parseArgs } from "node:util";
 import { type AttachResult, attach } from "./attach.js";
+import type { CommandRecord } from "../shared/agent.js";
 import { PtyBroker } from "./broker.js";
 import { PtyBrokerError } from "./errors.js";
 import { mintRunnerCredential, runnerClaimsProblem } from "../shared/runner-credential.js";
@@ -11,8 +12,21 @@ const USAGE = `ptybroker: persistent remote terminals
 Usage:
   ptybroker run [--label L] [--cwd DIR] [--env NAME=VALUE]... [-- command [args...]]
                                    create a session (default: a login shell) and attach
-  ptybroker attach <id> [--from OFFSET | --live]
-                                   attach; the earlier output is shown again first
+  ptybroker attach <id> [--from OFFSET | --from screen | --live]
+                                   attach; the earlier output is shown again first, or, when
+                                   the session has more than 256 KiB of it, its current screen
+                                   (--from 0 replays everything retained)
+  ptybroker run-cmd <id> [--timeout SECONDS] [--json] -- <command...>
+                                   run one command line in the session's shell (the default
+                                   login shell) and wait for it: its output to stdout, its exit
+                                   code as ours; timed out (default 30 s, at most 3600): 124,
+                                   the command keeps running. Ctrl+C interrupts the command
+                                   (SIGINT to the session); twice leaves it running
+  ptybroker screen <id> [--format text|json|ansi]
+                                   the session's screen as it is now: text lines (default), the
+                                   JSON state, or bytes that repaint it
+  ptybroker commands <id> [--limit N] [--json]
+                                   the commands the session's shell ran: SEQ EXIT DURATION COMMAND
   ptybroker ls [--status S] [--tag T] [--json]
                                    every session, oldest first (all pages); REASON says why an
                                    ended session ended
@@ -90,7 +104,7 @@ function terminalSize(): { cols?: number; rows?: number } {
   return process.stdout.isTTY && columns && rows ? { cols: columns, rows } : {};
 }
 
-async function attachAndReport(b: PtyBroker, id: string, from: number | "live" | undefined): Promise<number> {
+async function attachAndReport(b: PtyBroker, id: string, from: number | "live" | "screen" | "auto"): Promise<number> {
   const pty = await b.connect(id, { from });
   const result: AttachResult = await attach(pty, process);
   if (result.kind === "detached") {
@@ -139,7 +153,115 @@ async function attachCommand(args: string[]): Promise<number> {
     options: { from: { type: "string" }, live: { type: "boolean" } },
   });
   if (values.live && values.from !== undefined) throw new UsageError("--from and --live exclude each other");
-  return attachAndReport(broker(), one(positionals, "session id"), values.live ? "live" : offset(values.from));
+  // By default a large history is not replayed: the session's screen is drawn instead (a few KiB).
+  const from = values.live ? "live" : values.from === "screen" ? "screen" : (offset(values.from) ?? "auto");
+  return attachAndReport(broker(), one(positionals, "session id"), from);
+}
+
+/** Exit status of `run-cmd` when the command is still running at its timeout, as timeout(1). */
+const TIMED_OUT_STATUS = 124;
+
+async function runCmd(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { timeout: { type: "string" }, json: { type: "boolean" } },
+  });
+  const [id, ...words] = positionals;
+  if (!id) throw new UsageError("run-cmd needs a session id and a command: run-cmd <id> -- <command...>");
+  if (words.length === 0) throw new UsageError("run-cmd needs a command: run-cmd <id> -- <command...>");
+  const timeoutSec = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeoutSec !== undefined && !(Number.isFinite(timeoutSec) && timeoutSec > 0)) {
+    throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(values.timeout)}`);
+  }
+  // Words are joined with spaces, as ssh does: quote what the remote shell should see whole.
+  const command = words.join(" ");
+  const b = broker();
+  // Ctrl+C interrupts the remote command, as it would in a terminal; a second one gives up
+  // waiting and leaves it running.
+  let interrupts = 0;
+  const onInterrupt = () => {
+    if (++interrupts > 1) {
+      process.stderr.write(`[ptybroker: stopped waiting; the command may still be running in ${id}]
+`);
+      process.exit(130);
+    }
+    b.signal(id, "SIGINT").catch((error: Error) => process.stderr.write(`[ptybroker: SIGINT not delivered: ${error.message}]
+`));
+  };
+  process.on("SIGINT", onInterrupt);
+  try {
+    const result = await b.run(id, command, { timeoutSec });
+    if (values.json) await write(new TextEncoder().encode(`${JSON.stringify(result, null, 2)}
+`));
+    else await write(new TextEncoder().encode(result.output));
+    const note = (text: string) => process.stderr.write(`[ptybroker: ${text}]
+`);
+    if (result.truncated) {
+      note(`output cut at 1 MiB; all of it: ptybroker logs ${id} --from ${result.from} (up to offset ${result.to})`);
+    }
+    if (result.timedOut) {
+      note(`timed out after ${timeoutSec ?? 30} s; the command is still running in ${id}`);
+      return TIMED_OUT_STATUS;
+    }
+    if (result.exitCode === null) {
+      note("the shell reported no exit code for the command");
+      return 255;
+    }
+    return result.exitCode;
+  } finally {
+    process.off("SIGINT", onInterrupt);
+  }
+}
+
+const SCREEN_FORMATS = ["text", "json", "ansi"] as const;
+
+async function screen(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { format: { type: "string" } } });
+  const id = one(positionals, "session id");
+  const format = (values.format ?? "text") as (typeof SCREEN_FORMATS)[number];
+  if (!SCREEN_FORMATS.includes(format)) throw new UsageError(`--format is one of ${SCREEN_FORMATS.join(", ")}`);
+  const b = broker();
+  if (format === "json") {
+    await write(new TextEncoder().encode(`${JSON.stringify(await b.screen(id), null, 2)}
+`));
+  } else if (format === "text") {
+    await write(new TextEncoder().encode(`${await b.screenText(id)}
+`));
+  } else {
+    await write((await b.screenAnsi(id)).data);
+  }
+  return 0;
+}
+
+async function commands(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { limit: { type: "string" }, json: { type: "boolean" } },
+  });
+  const id = one(positionals, "session id");
+  const limit = values.limit === undefined ? undefined : Number(values.limit);
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) {
+    throw new UsageError(`--limit takes 1..1000, got ${JSON.stringify(values.limit)}`);
+  }
+  const list = await broker().commands(id, { limit });
+  if (values.json) await write(new TextEncoder().encode(`${JSON.stringify(list, null, 2)}
+`));
+  else await write(new TextEncoder().encode(commandTable(list)));
+  return 0;
+}
+
+function commandTable(list: CommandRecord[]): string {
+  const rows = list.map((c) => {
+    const ms = Date.parse(c.endedAt) - Date.parse(c.startedAt);
+    const duration = Number.isFinite(ms) ? (ms < 10_000 ? `${(ms / 1000).toFixed(2)}s` : `${Math.round(ms / 1000)}s`) : "";
+    return [String(c.seq), c.exitCode === null ? "-" : String(c.exitCode), duration, c.command];
+  });
+  const header = ["SEQ", "EXIT", "DURATION", "COMMAND"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  return [header, ...rows].map((r) => `${r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()}
+`).join("");
 }
 
 const STATUSES: SessionStatus[] = ["starting", "running", "exited", "lost", "failed"];
@@ -309,6 +431,9 @@ async function runnerCredential(args: string[]): Promise<number> {
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   run,
   attach: attachCommand,
+  "run-cmd": runCmd,
+  screen,
+  commands,
   ls,
   events,
   kill,

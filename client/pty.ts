@@ -47,10 +47,12 @@ export type DataListener = (bytes: Uint8Array, offset: number) => void;
 export interface ConnectOptions {
   /**
    * Where output starts on the first connection: an offset, `"live"` for no replay,
-   * `"screen"` for the current screen (a `screen` event) and output from its offset on, or
-   * omitted for everything retained. Reconnects always resume by offset.
+   * `"screen"` for the current screen (a `screen` event) and output from its offset on,
+   * `"auto"` for the screen when the retained history is over 256 KiB and everything otherwise
+   * (`PtyBroker.connect` asks the session first), or omitted for everything retained.
+   * Reconnects always resume by offset.
    */
-  from?: number | "live" | "screen" | undefined;
+  from?: number | "live" | "screen" | "auto" | undefined;
   /**
    * Falling more than the edge's `MAX_CLIENT_LAG_BYTES` behind: `"cut"` (the default) closes the
    * socket, and the SDK resumes by offset, missing nothing; `"screen"` skips ahead instead: a
@@ -363,7 +365,9 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   private async dial(): Promise<void> {
     this.retryTimer = undefined;
     if (this.state === "closed") return;
-    const from = this.next !== undefined ? String(this.next) : this.options.from === undefined ? null : String(this.options.from);
+    const first = this.options.from;
+    // "auto" is settled by PtyBroker.connect; one left here replays everything, which is never wrong.
+    const from = this.next !== undefined ? String(this.next) : first === undefined || first === "auto" ? null : String(first);
     this.screenHeader = undefined;
     let socket: SocketLike;
     try {
