@@ -3,7 +3,8 @@
 // offset out of the log (or the replay cache), then follows live output, with no gap and no
 // overlap at the switch-over; and their bounds: lag, stalls, raw budgets, slots. The session
 // object wires it with a HubPort and never reaches into its state.
-import { ApiError, CloseCode, type ErrorCode } from "../shared/errors.js";
+import type { ScreenSnapshot } from "../shared/agent.js";
+import { ApiError, CloseCode, type ErrorCode, type Failure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
 import { ClientMessage, type ServerMessage, decodeFrame, parseMessage } from "../shared/protocol.js";
 import type { Session, SignalName } from "../shared/session.js";
@@ -12,7 +13,7 @@ import { refuseSocket, wantsRaw } from "./errors.js";
 import type { LogReads } from "./log-reads.js";
 import { KeepAlive } from "./sse-body.js";
 import { ReplayCache } from "./replay-cache.js";
-import { type ClientAttachment, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
+import { type ClientAttachment, type OnLag, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
 /** The hibernation tag of client sockets. */
 export const CLIENT_TAG = "client";
@@ -26,11 +27,17 @@ export const READ_PIECE_BYTES = 4 << 20;
 const RESUME_AHEAD_BYTES = 4 << 20;
 /** Log reads for replays in flight at once per session. */
 const MAX_REPLAY_READS = 4;
+/** `expect` waits at once per session (429 beyond). */
+export const MAX_WATCHES = 16;
 
 export class ClientHub {
   /** Client sockets' state; rebuilt from attachments after hibernation. */
   private readonly sockets = new Map<WebSocket, SocketSubscriber>();
   private readonly streams = new Set<StreamSubscriber>();
+  /** Waits on the output that are not clients (`expect`): no slot, not counted as attached. */
+  private readonly watches = new Set<Subscriber>();
+  /** Lagging `onLag=screen` clients whose screen is on its way: they get no output meanwhile. */
+  private readonly skipping = new Set<Subscriber>();
   private readonly cache = new ReplayCache();
   /** The log read each replaying subscriber waits on. */
   private readonly replayReads = new Map<Subscriber, number>();
@@ -62,7 +69,18 @@ export class ClientHub {
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [CLIENT_TAG]);
     const offset = this.port.offset();
-    const sub = new SocketSubscriber(server, framed ? "framed" : "raw", offset, false, role === "viewer", role === "owner");
+    const onLag: OnLag = framed && request.headers.get("x-ptyb-onlag") === "screen" ? "screen" : "cut";
+    const sub = new SocketSubscriber(
+      server,
+      framed ? "framed" : "raw",
+      offset,
+      false,
+      role === "viewer",
+      role === "owner",
+      undefined,
+      null,
+      onLag,
+    );
     this.sockets.set(server, sub);
     sub.persist();
     sub.control({ type: "hello", session: this.port.view() });
@@ -86,6 +104,30 @@ export class ClientHub {
     this.port.clientsChanged();
     this.startReplay(sub, from);
     return sub.response();
+  }
+
+  /**
+   * An `expect` (expect-watch.ts): replayed from `from`, then live, like a client; refused when
+   * MAX_WATCHES are waiting already.
+   */
+  watch(sub: Subscriber, from: number): Failure | undefined {
+    if (this.watches.size >= MAX_WATCHES) {
+      return { failure: { code: "QUOTA_EXCEEDED", message: `at most ${MAX_WATCHES} expects at once per session`, retryAfterSec: 1 } };
+    }
+    this.watches.add(sub);
+    this.startReplay(sub, from);
+    return undefined;
+  }
+
+  /** Whether another watch may start (MAX_WATCHES). */
+  get watchFull(): boolean {
+    return this.watches.size >= MAX_WATCHES;
+  }
+
+  /** A watch is over: its replay's read stops. */
+  unwatch(sub: Subscriber): void {
+    if (!this.watches.delete(sub)) return;
+    this.cancelReplay(sub);
   }
 
   // ---- Messages from clients ----
@@ -142,8 +184,9 @@ export class ClientHub {
       // stored before it restarted): it gets only what lies past what it has.
       if (offset < sub.cursor) sub.deliver(sub.cursor, data.subarray(sub.cursor - offset));
       else sub.deliver(offset, data, frame);
-      if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
-      else if (sub instanceof SocketSubscriber && sub.stalled(now, stallMs)) this.cutSlow(sub);
+      if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
+      // A client that skips ahead when it lags is not cut for a pause (only for a slot, cutStalled).
+      else if (sub instanceof SocketSubscriber && sub.onLag === "cut" && sub.stalled(now, stallMs)) this.cutSlow(sub);
     }
   }
 
@@ -170,6 +213,7 @@ export class ClientHub {
 
   /** The session was purged: every client goes. */
   closeAll(): void {
+    for (const watch of [...this.watches]) watch.close(CloseCode.SessionEnded, "session purged");
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) this.socket(ws).close(CloseCode.SessionEnded, "session purged");
     for (const stream of this.streams) stream.close();
     this.streams.clear();
@@ -202,6 +246,7 @@ export class ClientHub {
   // ---- Replay: log first, then live ----
 
   private startReplay(sub: Subscriber, from: StartFrom): void {
+    if (from === "screen") return this.startAtScreen(sub);
     const end = this.port.offset();
     const retainedFrom = this.port.retainedFrom();
     // A `from` a little past the edge's offset is a client that saw output the edge had not yet
@@ -248,7 +293,7 @@ export class ClientHub {
       sub.deliver(offset, data);
       // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
       if (sub instanceof SocketSubscriber) sub.persist();
-      if (sub.lag() > this.maxLag(sub)) this.cutSlow(sub);
+      if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
     };
     // What was read lately is in the object already: no read for it.
     const cached = this.cache.take(sub.cursor, READ_PIECE_BYTES);
@@ -289,6 +334,60 @@ export class ClientHub {
       },
     });
     this.replayReads.set(sub, id);
+  }
+
+  // ---- The screen instead of history: from=screen, onLag=screen ----
+
+  /**
+   * from=screen: the current screen (the host's emulator, or rebuilt from the log), then output
+   * from the screen's offset on, as a replay from there. If no screen can be had, the client
+   * replays everything retained instead, as if it had not asked.
+   */
+  private startAtScreen(sub: Subscriber): void {
+    void this.port.screen().then((screen) => {
+      if (sub.closed) return;
+      if ("failure" in screen) {
+        log.warn("client.screen", { key: this.port.keyForLog(), outcome: screen.failure.code, message: screen.failure.message });
+        return this.startReplay(sub, "retained");
+      }
+      this.showScreen(sub, screen);
+      this.startReplay(sub, screen.offset);
+    });
+  }
+
+  /**
+   * A framed client too far behind that asked for onLag=screen: it gets no more output until
+   * the current screen has come, then `gap` for what it skipped, the screen, and output from
+   * the screen's offset. Any other is cut.
+   */
+  private onLagging(sub: Subscriber): void {
+    if (!(sub instanceof SocketSubscriber) || sub.onLag !== "screen") return this.cutSlow(sub);
+    if (this.skipping.has(sub)) return;
+    log.info("client.skip", { key: this.port.keyForLog(), cursor: sub.cursor, lag: sub.lag() });
+    this.skipping.add(sub);
+    this.cancelReplay(sub);
+    sub.live = false;
+    const skippedFrom = sub.cursor;
+    void this.port.screen().then((screen) => {
+      this.skipping.delete(sub);
+      if (sub.closed) return;
+      if ("failure" in screen) {
+        log.warn("client.screen", { key: this.port.keyForLog(), outcome: screen.failure.code, message: screen.failure.message });
+        return this.cutSlow(sub);
+      }
+      if (screen.offset > skippedFrom) sub.control({ type: "gap", from: skippedFrom, to: screen.offset });
+      this.showScreen(sub, screen);
+      this.startReplay(sub, screen.offset);
+    });
+  }
+
+  /** Sends the screen; the subscriber's lag counts from the screen's offset. */
+  private showScreen(sub: Subscriber, screen: ScreenSnapshot): void {
+    sub.screen(screen);
+    if (sub instanceof SocketSubscriber) {
+      sub.skippedTo(screen.offset);
+      sub.persist();
+    } else sub.cursor = screen.offset;
   }
 
   /** The subscriber has gone: its replay's read stops, at the runner too. */
@@ -403,6 +502,7 @@ export class ClientHub {
         att?.owner ?? false,
         att?.id,
         att?.size ?? null,
+        att?.onLag ?? "cut",
       );
       sub.closed = att?.cut ?? false;
       // A socket whose close is under way (its close handler is running) is not restored.
@@ -427,6 +527,7 @@ export class ClientHub {
   private *subscribers(): Iterable<Subscriber> {
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) yield this.socket(ws);
     yield* this.streams;
+    yield* [...this.watches];
   }
 }
 
@@ -452,10 +553,12 @@ export interface HubPort {
   onSignal(sub: SocketSubscriber, signal: SignalName): void;
   /** A client attached or left (count() changed). */
   clientsChanged(): void;
+  /** The screen now (from the host's emulator, or rebuilt from the log). */
+  screen(): Promise<ScreenSnapshot | Failure>;
 }
 
-/** Where a subscriber starts: an offset, everything retained, or live output only. */
-export type StartFrom = number | "retained" | "live";
+/** Where a subscriber starts: an offset, everything retained, live output only, or the current screen. */
+export type StartFrom = number | "retained" | "live" | "screen";
 
 /** Where a subscriber's replay stands: announced yet, and a gap not yet told. */
 interface Replay {

@@ -19,7 +19,10 @@ import {
   type TenantEventType,
   isTerminal,
 } from "../shared/session.js";
+import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../shared/agent.js";
 import { type Env, limits, poolStub, tenantStub } from "./env.js";
+import type { ExpectRequest } from "./expect-watch.js";
+import { type InputAnswer, SessionAgent } from "./session-agent.js";
 import { refuseSocket } from "./errors.js";
 import { LogReads } from "./log-reads.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "./client-hub.js";
@@ -72,6 +75,7 @@ export class PtySession extends DurableObject<Env> {
   private readonly timers: SessionTimers;
   private readonly reports: TenantReports;
   private readonly sizes: SizePolicy;
+  private readonly agent: SessionAgent;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -88,7 +92,21 @@ export class PtySession extends DurableObject<Env> {
       retainedFrom: () => this.record.retainedFrom,
       noteLeadingGap: (from, to) => this.record.noteLeadingGap(from, to),
     });
-    this.links = new RunnerLinks(ctx, this.reads, {
+    this.agent = new SessionAgent(ctx.storage.sql, {
+      host: () => this.links.host(),
+      reader: () => this.links.reader(),
+      summonReader: () => this.summonReader(),
+      keyForLog: () => this.keyForLog(),
+      offset: () => this.record.offset,
+      retainedFrom: () => this.record.retainedFrom,
+      ended: () => this.record.ended,
+      size: () => ({ cols: this.record.current?.record.cols ?? 80, rows: this.record.current?.record.rows ?? 24 }),
+      watch: (sub, from) => this.clients.watch(sub, from),
+      unwatch: (sub) => this.clients.unwatch(sub),
+      watchFull: () => this.clients.watchFull,
+      broadcast: (message) => this.clients.broadcast(message),
+    });
+    this.links = new RunnerLinks(ctx, this.reads, this.agent.calls, {
       offset: () => this.record.offset,
       output: (offset, data, frame) => this.onOutput(offset, data, frame),
       storeOffset: () => this.record.storeOffset(),
@@ -111,6 +129,7 @@ export class PtySession extends DurableObject<Env> {
       onResize: (sub, cols, rows) => this.clientResize(sub, cols, rows),
       onSignal: (sub, signal) => this.clientSignal(sub, signal),
       clientsChanged: () => this.onClientsChanged(),
+      screen: () => this.agent.screen(),
     });
     this.sizes = new SizePolicy(ctx.storage, (id) => this.clients.connected(id));
     this.timers = new SessionTimers(ctx.storage, {
@@ -193,12 +212,50 @@ export class PtySession extends DurableObject<Env> {
     return this.record.current?.incarnation ?? null;
   }
 
-  input(bytes: Uint8Array): { bytes: number } | Failure {
+  /**
+   * REST input. `offset` is where the output stood when the input was taken: whatever it causes
+   * comes at or after it. With an Idempotency-Key seen in the last 10 minutes, the input is not
+   * sent again and the first answer is given (idempotency.ts).
+   */
+  input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }): InputAnswer | Failure {
+    const now = Date.now();
+    if (idempotency) {
+      const seen = this.agent.idempotency.recall(idempotency.key, idempotency.bodyHash, now);
+      if (seen) return "failure" in seen ? seen : seen.answer;
+    }
     const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
     if (refused) return refused;
+    const answer: InputAnswer = { bytes: bytes.byteLength, offset: this.record.offset };
     this.links.sendBytes(encodeInput(bytes));
+    this.timers.noteActivity(now);
+    if (idempotency) this.agent.idempotency.remember(idempotency.key, idempotency.bodyHash, answer, now);
+    return answer;
+  }
+
+  /** `POST .../expect` (expect-watch.ts): answers when the output from `from` matches, or not. */
+  expect(request: Omit<ExpectRequest, "from"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
+    if (!this.record.current) return Promise.resolve(this.notFound());
+    return this.agent.expect(request);
+  }
+
+  /** `POST .../run`: the host's shell runs `command` (runner/shell-tracker.ts). */
+  async run(command: string, timeoutMs: number): Promise<RunResult | Failure> {
+    const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
+    if (refused) return refused;
     this.timers.noteActivity(Date.now());
-    return { bytes: bytes.byteLength };
+    return this.agent.run(command, timeoutMs);
+  }
+
+  /** `GET .../commands`: the newest `limit`, oldest first. */
+  commandList(limit: number): { commands: CommandRecord[] } | Failure {
+    if (!this.record.current) return this.notFound();
+    return this.agent.commandList(limit);
+  }
+
+  /** `GET .../screen`. */
+  screen(): Promise<ScreenSnapshot | Failure> {
+    if (!this.record.current) return Promise.resolve(this.notFound());
+    return this.agent.screen();
   }
 
   async resize(cols: number, rows: number): Promise<Session | Failure> {
@@ -419,6 +476,8 @@ export class PtySession extends DurableObject<Env> {
         return;
       case "retained":
         return this.record.noteRetainedFrom(msg.from);
+      case "command":
+        return this.agent.commandEnded(msg);
       case "input_dropped": {
         log.warn("session.input", { key: this.keyForLog(), outcome: "dropped", bytes: msg.bytes });
         const message = `${msg.bytes} bytes of input were dropped: the process is not reading its input`;
@@ -596,7 +655,7 @@ export class PtySession extends DurableObject<Env> {
 
 /** The start a route passed in `x-ptyb-from`: digits, `live`, or nothing for everything retained. */
 function parseStart(value: string | null): StartFrom {
-  if (value === "live") return "live";
+  if (value === "live" || value === "screen") return value;
   if (value !== null && /^\d{1,15}$/.test(value)) return Number(value);
   return "retained";
 }

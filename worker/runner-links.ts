@@ -15,6 +15,7 @@ import {
   parseMessage,
 } from "../shared/protocol.js";
 import { runnerFromHeaders, secretsEqual } from "./auth.js";
+import type { LinkCalls } from "./link-calls.js";
 import type { LogReads } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
 
@@ -37,6 +38,7 @@ export class RunnerLinks {
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly reads: LogReads,
+    private readonly calls: LinkCalls,
     private readonly port: LinkPort,
   ) {}
 
@@ -66,6 +68,7 @@ export class RunnerLinks {
       sendQuietly(server, JSON.stringify({ type: "resume", offset: this.port.offset() } satisfies EdgeLinkMessage));
     }
     this.reads.linkOpened(server);
+    if (reader) this.calls.readerOpened(server);
     return new Response(null, { status: 101, webSocket: runnerSide });
   }
 
@@ -80,9 +83,14 @@ export class RunnerLinks {
     return this.ctx.getWebSockets(Tag.Host).find((ws) => ws.readyState === WebSocket.OPEN);
   }
 
+  /** An open reader link, if any. */
+  reader(): WebSocket | undefined {
+    return this.ctx.getWebSockets(Tag.Reader).find((ws) => ws.readyState === WebSocket.OPEN);
+  }
+
   /** An open link that can serve log reads: the host's, else a reader's. */
   forReads(): WebSocket | undefined {
-    return this.host() ?? this.ctx.getWebSockets(Tag.Reader).find((ws) => ws.readyState === WebSocket.OPEN);
+    return this.host() ?? this.reader();
   }
 
   send(message: EdgeLinkMessage): void {
@@ -120,6 +128,7 @@ export class RunnerLinks {
 
   async onClose(ws: WebSocket, code: number): Promise<void> {
     this.reads.linkClosed(ws);
+    this.calls.linkClosed(ws);
     if (!this.ctx.getTags(ws).includes(Tag.Host)) return;
     const otherLink = this.ctx.getWebSockets(Tag.Host).some((w) => w !== ws && w.readyState === WebSocket.OPEN);
     if (!otherLink) await this.port.hostGone(code);
@@ -151,6 +160,10 @@ export class RunnerLinks {
         return this.port.logMaybeLost();
       case "ping":
         return;
+      case "screen_result":
+      case "run_result":
+      case "call_failed":
+        return this.calls.answered(ws, msg);
     }
     if (!host) return log.warn("link.message", { key: this.port.keyForLog(), outcome: "reader_sent", type: msg.type });
     switch (msg.type) {
@@ -232,7 +245,12 @@ export interface LinkPort {
   /** Writes the current offset to storage (made durable by the sync that follows); returns it. */
   storeOffset(): number;
   /** Status and log news from the host, other than input state (handled here). */
-  hostSaid(message: Exclude<RunnerLinkMessage, { type: "read_gap" | "read_end" | "log_reset" | "ping" | "input_state" }>): Promise<void> | void;
+  hostSaid(
+    message: Exclude<
+      RunnerLinkMessage,
+      { type: "read_gap" | "read_end" | "log_reset" | "ping" | "input_state" | "screen_result" | "run_result" | "call_failed" }
+    >,
+  ): Promise<void> | void;
   /** The output log may have lost data: drop copies of it. */
   logMaybeLost(): void;
   /** A host link opened (a grace that was running ends). */

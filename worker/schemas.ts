@@ -1,7 +1,8 @@
 // Request validation for the public API (zod, applied with @hono/zod-validator).
 import { z } from "zod";
 import { SESSION_STATUSES } from "../shared/session.js";
-import { SignalSchema } from "../shared/protocol.js";
+import { EXPECT_TIMEOUT_SEC, RUN_TIMEOUT_SEC } from "../shared/agent.js";
+import { MAX_COMMAND_TEXT, SignalSchema } from "../shared/protocol.js";
 
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -99,8 +100,12 @@ export const DeleteQuery = z.object({
 });
 
 export const ConnectQuery = z.object({
-  from: z.union([z.literal("live"), z.string().regex(/^\d{1,15}$/, "from is an offset or live")]).optional(),
+  from: z
+    .union([z.enum(["live", "screen"]), z.string().regex(/^\d{1,15}$/, "from is an offset, live or screen")])
+    .optional(),
   mode: z.enum(["raw", "framed"]).optional(),
+  /** A framed client that falls too far behind: cut (4008) or skip ahead to the screen (DESIGN §5). */
+  onLag: z.enum(["cut", "screen"]).optional(),
 });
 
 const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of bytes").transform(Number);
@@ -108,7 +113,38 @@ const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of by
 export const OutputQuery = z.object({ from: offset.optional(), to: offset.optional() });
 
 export const StreamQuery = z.object({
-  from: z.string().regex(/^\d{1,15}$/, "from is an offset").optional(),
+  from: z.union([z.literal("screen"), z.string().regex(/^\d{1,15}$/, "from is an offset or screen")]).optional(),
+});
+
+/** `Idempotency-Key`: visible ASCII, as Stripe and the IETF draft use it. */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,128}$/;
+
+const offsetNumber = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+export const ExpectBody = z.strictObject({
+  pattern: z.string().min(1).max(4096),
+  literal: z.boolean().default(false),
+  flags: z.string().max(8).default(""),
+  from: offsetNumber.optional(),
+  timeoutSec: z.number().min(0).max(EXPECT_TIMEOUT_SEC.max).default(EXPECT_TIMEOUT_SEC.default),
+});
+
+export const RunBody = z.strictObject({
+  command: z
+    .string()
+    .min(1)
+    .max(MAX_COMMAND_TEXT)
+    .refine((command) => !/[\r\n]/.test(command), "command is one line (no \\r or \\n)")
+    .refine((command) => command.trim().length > 0, "command is blank"),
+  timeoutSec: z.number().min(0.1).max(RUN_TIMEOUT_SEC.max).default(RUN_TIMEOUT_SEC.default),
+});
+
+export const CommandsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(1000),
+});
+
+export const ScreenQuery = z.object({
+  format: z.enum(["json", "text", "ansi"]).default("json"),
 });
 
 export const TokenBody = z.strictObject({

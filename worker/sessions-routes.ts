@@ -10,15 +10,22 @@ import { mintToken } from "./tokens.js";
 import { wantsRaw } from "./errors.js";
 import { type Env, limits, sessionStub, tenantStub } from "./env.js";
 import type { OutputRange } from "./output-reads.js";
+import type { ScreenSnapshot } from "../shared/agent.js";
+import { ExpectMatcher } from "../shared/terminal-text.js";
 import {
+  CommandsQuery,
   ConnectQuery,
   CreateSessionBody,
+  ExpectBody,
+  IDEMPOTENCY_KEY,
   DeleteQuery,
   InputBody,
   ListQuery,
   OutputQuery,
   PatchSessionBody,
   ResizeBody,
+  RunBody,
+  ScreenQuery,
   SESSION_ID,
   SignalBody,
   StreamQuery,
@@ -180,8 +187,51 @@ sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
   if (bytes.byteLength > max) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `input is ${bytes.byteLength} bytes; at most ${max}`);
   }
+  const key = c.req.header("idempotency-key");
+  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+    throw new ApiError("INVALID_REQUEST", "Idempotency-Key is 1 to 128 visible ASCII characters");
+  }
   const { stub } = await session(c, c.req.param("id"), "write");
-  return c.json(unwrap(await stub.input(bytes)), 202);
+  const idempotency = key === undefined ? undefined : { key, bodyHash: await sha256Hex(bytes) };
+  return c.json(unwrap(await stub.input(bytes, idempotency)), 202);
+});
+
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array(bytes)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// The agent layer (DESIGN §10).
+
+sessionRoutes.post("/:id/expect", validate("json", ExpectBody), async (c) => {
+  const { pattern, literal, flags, from, timeoutSec } = c.req.valid("json");
+  const invalid = ExpectMatcher.validate(pattern, literal, flags);
+  if (invalid) throw new ApiError("INVALID_REQUEST", invalid);
+  const { stub } = await session(c, c.req.param("id"), "read");
+  return c.json(unwrap(await stub.expect({ pattern, literal, flags, from, timeoutMs: Math.round(timeoutSec * 1000) })));
+});
+
+sessionRoutes.post("/:id/run", validate("json", RunBody), async (c) => {
+  const { command, timeoutSec } = c.req.valid("json");
+  const { stub } = await session(c, c.req.param("id"), "write");
+  return c.json(unwrap(await stub.run(command, Math.round(timeoutSec * 1000))));
+});
+
+sessionRoutes.get("/:id/commands", validate("query", CommandsQuery), async (c) => {
+  const { limit } = c.req.valid("query");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  return c.json(unwrap(await stub.commandList(limit)));
+});
+
+sessionRoutes.get("/:id/screen", validate("query", ScreenQuery), async (c) => {
+  const { format } = c.req.valid("query");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  // RPC typing wraps results as Disposable; the value is the object's own ScreenSnapshot or Failure.
+  const { ansi, ...state } = unwrap((await stub.screen()) as ScreenSnapshot | Failure);
+  if (format === "json") return c.json(state);
+  const headers = { "x-offset": String(state.offset), "x-cols": String(state.cols), "x-rows": String(state.rows) };
+  if (format === "text") return c.text(state.lines.join("\n"), 200, headers);
+  return c.body(new Uint8Array(new TextEncoder().encode(ansi)), 200, { ...headers, "content-type": "application/octet-stream" });
 });
 
 sessionRoutes.post("/:id/resize", validate("json", ResizeBody), async (c) => {
@@ -255,7 +305,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
-  const { from } = c.req.valid("query");
+  const { from, onLag } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
   const { stub } = await session(c, c.req.param("id"), "read");
   // The object reads how the client connects from these headers; callers cannot reach it directly.
@@ -263,6 +313,8 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   headers.set("x-ptyb-mode", raw ? "raw" : "framed");
   headers.set("x-ptyb-role", c.get("principal").role);
   headers.delete("x-ptyb-from");
+  headers.delete("x-ptyb-onlag");
   if (from !== undefined) headers.set("x-ptyb-from", from);
+  if (onLag !== undefined) headers.set("x-ptyb-onlag", onLag);
   return stub.fetch(new Request("https://session/connect", { headers }));
 });

@@ -2,11 +2,16 @@
 // Events stream. Each one replays from its offset, then follows live output; the session
 // object drives them through this one interface.
 import { bytesToBase64 } from "../shared/base64.js";
-import { type ServerMessage, encodeOutput } from "../shared/protocol.js";
+import type { ScreenSnapshot } from "../shared/agent.js";
+import { type ServerMessage, encodeOutput, encodeScreen } from "../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
 import { SseBody } from "./sse-body.js";
 
-export type SubscriberKind = "framed" | "raw" | "sse";
+/** `watch`: not a client, but an `expect` waiting on the output (expect-watch.ts). */
+export type SubscriberKind = "framed" | "raw" | "sse" | "watch";
+
+/** What a lagging framed client does: is cut (4008), or skips ahead to the current screen. */
+export type OnLag = "cut" | "screen";
 
 export interface Subscriber {
   readonly kind: SubscriberKind;
@@ -18,6 +23,8 @@ export interface Subscriber {
   /** Output bytes at `offset`; `frame` is the same bytes already framed, when at hand. */
   deliver(offset: number, data: Uint8Array, frame?: ArrayBuffer): void;
   control(message: ServerMessage): void;
+  /** The screen as it is at `snapshot.offset` (from=screen, onLag=screen); output continues there. */
+  screen(snapshot: ScreenSnapshot): void;
   /** Bytes sent that the subscriber has not taken yet, as far as the edge can tell. */
   lag(): number;
   /**
@@ -43,6 +50,8 @@ export interface ClientAttachment {
   id?: string;
   /** The size the client last asked for with `resize` (its window), or absent (size-policy.ts). */
   size?: TermSize | null;
+  /** What happens when it lags; absent = cut. */
+  onLag?: OnLag;
 }
 
 export interface TermSize {
@@ -74,6 +83,7 @@ export class SocketSubscriber implements Subscriber {
     readonly id: string = crypto.randomUUID(),
     /** The size this client last asked for (its window), applied or not (size-policy.ts). */
     public size: TermSize | null = null,
+    readonly onLag: OnLag = "cut",
   ) {
     this.acked = cursor;
   }
@@ -89,6 +99,25 @@ export class SocketSubscriber implements Subscriber {
 
   control(message: ServerMessage): void {
     if (this.kind === "framed") sendQuietly(this.ws, JSON.stringify(message));
+  }
+
+  /** Framed: `screen` then a 0x04 frame; raw: the repaint bytes themselves. Neither moves the cursor. */
+  screen(snapshot: ScreenSnapshot): void {
+    const bytes = new TextEncoder().encode(snapshot.ansi);
+    if (this.kind === "raw") {
+      sendQuietly(this.ws, bytes);
+      this.sentSinceHeard += bytes.byteLength;
+      return;
+    }
+    const { offset, cols, rows } = snapshot;
+    this.control({ type: "screen", offset, cols, rows });
+    sendQuietly(this.ws, encodeScreen(offset, bytes));
+  }
+
+  /** After a skip to the screen at `offset`, the client's lag counts from there. */
+  skippedTo(offset: number): void {
+    this.cursor = offset;
+    this.acked = offset;
   }
 
   private waiting: { bytes: number; resume: () => void } | undefined;
@@ -145,6 +174,7 @@ export class SocketSubscriber implements Subscriber {
         cut: this.closed,
         id: this.id,
         size: this.size,
+        onLag: this.onLag,
       } satisfies ClientAttachment);
     } catch {
       // the socket is gone: nothing to keep
@@ -204,6 +234,13 @@ export class StreamSubscriber implements Subscriber {
     } else if (message.type === "error") {
       this.sse.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
     }
+  }
+
+  /** `event: screen`, its id the offset output continues at (a resume point like any other). */
+  screen(snapshot: ScreenSnapshot): void {
+    const { offset, cols, rows, ansi } = snapshot;
+    const data = bytesToBase64(new TextEncoder().encode(ansi));
+    this.sse.write(`event: screen\nid: ${offset}\ndata: ${JSON.stringify({ offset, cols, rows, data })}\n\n`);
   }
 
   /** A keep-alive comment. */
