@@ -2,7 +2,9 @@
 // (`#session=<id>&token=<token>`), list, create, kill and purge sessions, and attach an xterm.js
 // terminal to one. The SDK replays the history on attach and reconnects by itself, resuming by
 // offset; the page only renders what it is told. The attached session's id stays in the URL
-// fragment, so a reload attaches again (and replays again).
+// fragment, so a reload attaches again (and replays again). A session with more than 256 KiB of
+// history is not replayed on attach: its current screen is drawn instead (`from: "auto"`), so a
+// phone joining a long session receives a few KiB; reconnects still resume by offset.
 //
 // Phone first: the terminal takes the screen, the session list is a drawer (a side column from
 // 900 px on), and a row of extra keys (Esc, Tab, sticky Ctrl, arrows, |, ~) sits under the
@@ -16,7 +18,14 @@
 import "@xterm/xterm/css/xterm.css";
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
-import { type EndReason, type Pty, PtyBroker, PtyBrokerError, type Session } from "../client/index.js";
+import {
+  type EndReason,
+  type Pty,
+  PtyBroker,
+  PtyBrokerError,
+  type ScreenRepaint,
+  type Session,
+} from "../client/index.js";
 import { type ExtraKey, keyBytes, withCtrl } from "./keys.js";
 
 type Mode = "signin" | "owner" | "share";
@@ -360,15 +369,38 @@ function detach(): void {
   markAttached();
 }
 
+/** What the terminal is fed: output bytes, and a screen drawn in place of the history. */
+interface Feed {
+  onData: (bytes: Uint8Array) => void;
+  onScreen: (screen: ScreenRepaint) => void;
+}
+
+/**
+ * The session's screen instead of its history: the terminal at the screen's size, emptied, and
+ * the repaint written into it; output then continues from the screen's offset.
+ */
+function drawScreen({ cols, rows, data }: ScreenRepaint): void {
+  sessionSize = { cols, rows };
+  if (term.cols !== cols || term.rows !== rows) term.resize(cols, rows);
+  term.reset();
+  term.write(data);
+  layout();
+}
+
 /** Attaches the terminal to what `open` connects (an existing session, or a new one). */
-async function attach(open: (onData: (bytes: Uint8Array) => void) => Promise<Pty>): Promise<void> {
+async function attach(open: (feed: Feed) => Promise<Pty>): Promise<void> {
   detach();
   const mine = ++generation;
   setStatus("connecting");
   let next: Pty;
   try {
-    next = await open((bytes) => {
-      if (mine === generation) term.write(bytes);
+    next = await open({
+      onData: (bytes) => {
+        if (mine === generation) term.write(bytes);
+      },
+      onScreen: (screen) => {
+        if (mine === generation) drawScreen(screen);
+      },
     });
   } catch (error) {
     if (mine === generation) setStatus("closed");
@@ -527,7 +559,8 @@ function requireBroker(): PtyBroker {
 
 async function attachTo(id: string): Promise<void> {
   const b = requireBroker();
-  await attach((onData) => b.connect(id, { onData }));
+  // A large history is not replayed: the current screen is drawn instead (from: "auto").
+  await attach(({ onData, onScreen }) => b.connect(id, { from: "auto", onData, onScreen }));
 }
 
 function rowButton(id: string, className: string): HTMLButtonElement | null {
@@ -597,7 +630,7 @@ async function createSession(): Promise<void> {
   closeDrawerOnPhone();
   const size = fitted() ?? { cols: 80, rows: 24 };
   try {
-    await attach((onData) => b.create({ ...size, ...(label ? { label } : {}), onData }));
+    await attach(({ onData }) => b.create({ ...size, ...(label ? { label } : {}), onData }));
     ui.label.value = "";
   } finally {
     await refresh(); // created even if attaching failed
