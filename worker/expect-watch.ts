@@ -3,10 +3,12 @@
 // session attached): the hub replays the log from `from` and then hands it live output, with
 // the same no-gap, no-overlap switch-over as any client, so output that came before the request
 // is matched and nothing is seen twice. It holds only the matcher's window, never the history.
+// Output inside a shell's command line (OSC 133 B…C, prompt-marks.ts) is skipped: the echo of
+// what was typed is not output to wait for.
 import type { ExpectResult } from "../shared/agent.js";
 import { type ErrorCode, type Failure, fail } from "../shared/errors.js";
 import type { ServerMessage } from "../shared/protocol.js";
-import { ExpectMatcher } from "../shared/terminal-text.js";
+import { ExpectMatcher, ShellMarkScanner } from "../shared/terminal-text.js";
 import type { Subscriber } from "./subscribers.js";
 
 /** Output is matched in slices of this size, so one 4 MiB replay read never becomes 4 MiB of text at once. */
@@ -18,6 +20,8 @@ export interface ExpectRequest {
   flags: string;
   from: number;
   timeoutMs: number;
+  /** `from` lies inside a command line (after a B mark, before the next mark). */
+  inCommandLine: boolean;
 }
 
 export class ExpectWatch implements Subscriber {
@@ -29,6 +33,8 @@ export class ExpectWatch implements Subscriber {
   readonly result: Promise<ExpectResult | Failure>;
   private settle!: (result: ExpectResult | Failure) => void;
   private matcher: ExpectMatcher;
+  private marks: ShellMarkScanner;
+  private inCommandLine: boolean;
   private readonly timer: ReturnType<typeof setTimeout>;
 
   constructor(
@@ -38,20 +44,40 @@ export class ExpectWatch implements Subscriber {
   ) {
     this.cursor = request.from;
     this.matcher = this.matcherAt(request.from);
+    this.marks = new ShellMarkScanner(request.from);
+    this.inCommandLine = request.inCommandLine;
     this.result = new Promise((resolve) => {
       this.settle = resolve;
     });
     this.timer = setTimeout(() => this.finish({ matched: false, reason: "timeout", offset: this.cursor }), request.timeoutMs);
   }
 
+  /** Output in order; the parts outside command lines go to the matcher. */
   deliver(offset: number, data: Uint8Array): void {
     if (this.closed) return;
-    // Trimmed history was skipped (a gap): matching starts again where the output does.
-    if (offset > this.matcher.offset) this.matcher = this.matcherAt(offset);
-    for (let at = 0; at < data.byteLength && !this.closed; at += SLICE_BYTES) {
-      const slice = data.subarray(at, at + SLICE_BYTES);
-      const found = this.matcher.push(offset + at, slice);
-      this.cursor = offset + at + slice.byteLength;
+    // Trimmed history was skipped (a gap): marks are scanned afresh from here.
+    if (offset !== this.marks.offset) {
+      this.marks = new ShellMarkScanner(offset);
+      this.inCommandLine = false;
+    }
+    const end = offset + data.byteLength;
+    let at = offset;
+    for (const mark of this.marks.push(offset, data)) {
+      if (!this.inCommandLine) this.match(offset, data, at, Math.max(at, mark.end));
+      at = Math.max(at, mark.end);
+      this.inCommandLine = mark.kind === "B";
+    }
+    if (!this.inCommandLine) this.match(offset, data, at, end);
+    this.cursor = end;
+  }
+
+  /** Matches output [from, to) of `data` (at `offset`); what was skipped before it restarts the matcher. */
+  private match(offset: number, data: Uint8Array, from: number, to: number): void {
+    if (from > this.matcher.offset) this.matcher = this.matcherAt(from);
+    for (let at = from; at < to && !this.closed; at += SLICE_BYTES) {
+      const slice = data.subarray(at - offset, Math.min(to, at + SLICE_BYTES) - offset);
+      const found = this.matcher.push(at, slice);
+      this.cursor = at + slice.byteLength;
       if (found) this.finish({ matched: true, ...found });
     }
   }

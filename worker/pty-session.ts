@@ -92,7 +92,7 @@ export class PtySession extends DurableObject<Env> {
       retainedFrom: () => this.record.retainedFrom,
       noteLeadingGap: (from, to) => this.record.noteLeadingGap(from, to),
     });
-    this.agent = new SessionAgent(ctx.storage.sql, {
+    this.agent = new SessionAgent(ctx.storage.sql, ctx.storage.kv, {
       host: () => this.links.host(),
       reader: () => this.links.reader(),
       summonReader: () => this.summonReader(),
@@ -233,7 +233,7 @@ export class PtySession extends DurableObject<Env> {
   }
 
   /** `POST .../expect` (expect-watch.ts): answers when the output from `from` matches, or not. */
-  expect(request: Omit<ExpectRequest, "from"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
+  expect(request: Omit<ExpectRequest, "from" | "inCommandLine"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
     return this.agent.expect(request);
   }
@@ -357,6 +357,7 @@ export class PtySession extends DurableObject<Env> {
   /** Memory and storage both forget the session (purged, or never placed). */
   private async forgetAll(): Promise<void> {
     this.record.discard();
+    this.agent.forget();
     this.timers.clear();
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
@@ -496,6 +497,7 @@ export class PtySession extends DurableObject<Env> {
    */
   private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
     this.clients.fanOut(offset, data, frame);
+    this.agent.marks.output(offset, data);
     this.record.advance(offset + data.byteLength);
     this.timers.noteActivity(Date.now());
   }

@@ -9,28 +9,35 @@ import { CommandLog } from "./command-log.js";
 import { type ExpectRequest, ExpectWatch } from "./expect-watch.js";
 import { IdempotencyKeys } from "./idempotency.js";
 import { type CallsPort, LinkCalls } from "./link-calls.js";
+import { PromptMarks } from "./prompt-marks.js";
 import type { Subscriber } from "./subscribers.js";
 
 export class SessionAgent {
   readonly calls: LinkCalls;
   private readonly commands: CommandLog;
   readonly idempotency: IdempotencyKeys<InputAnswer>;
+  /** Where the shell's command lines are (expect skips them). */
+  readonly marks: PromptMarks;
   /** An ended session's screen does not change: kept once asked for. */
   private endedScreen: ScreenSnapshot | undefined;
 
   constructor(
     sql: SqlStorage,
+    kv: SyncKvStorage,
     private readonly port: AgentPort,
   ) {
     this.calls = new LinkCalls(port);
     this.commands = new CommandLog(sql);
     this.idempotency = new IdempotencyKeys(sql);
+    this.marks = new PromptMarks(kv);
   }
 
   /** Answers when the output from `from` (default: now) matches, the session ends, or time is up. */
-  expect(request: Omit<ExpectRequest, "from"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
+  expect(request: Omit<ExpectRequest, "from" | "inCommandLine"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
     if (this.port.watchFull()) return Promise.resolve(fail("QUOTA_EXCEEDED", "too many expects at once on this session; try again", 1));
-    const watch = new ExpectWatch({ ...request, from: request.from ?? this.port.offset() }, (over) => this.port.unwatch(over));
+    const from = request.from ?? this.port.offset();
+    const inCommandLine = this.marks.inCommandLine(from);
+    const watch = new ExpectWatch({ ...request, from, inCommandLine }, (over) => this.port.unwatch(over));
     this.port.watch(watch, watch.cursor);
     return watch.result;
   }
@@ -40,6 +47,12 @@ export class SessionAgent {
     const result = await this.calls.run(command, timeoutMs);
     if ("failure" in result) return result;
     return { ...result, startedAt: new Date(result.startedAt).toISOString() };
+  }
+
+  /** The session's storage is going (purge, or never placed): nothing in memory outlives it. */
+  forget(): void {
+    this.endedScreen = undefined;
+    this.marks.forget();
   }
 
   /** The newest `limit` commands, oldest first. */
