@@ -340,18 +340,15 @@ describe("ExpectMatcher", () => {
   it("survives a flood with bounded memory and one search per push", () => {
     const chunk = bytes(("\x1b[32mbuild step ok\x1b[0m é\r\n").repeat(2979).slice(0, 65536));
     const m = matcher("DONE (\\d+)");
-    const begin = performance.now();
     let at = 0;
     for (let i = 0; i < 128; i++) {
       expect(m.push(at, chunk)).toBeNull();
       at += chunk.length;
       expect(m.windowLength).toBeLessThanOrEqual(EXPECT_WINDOW_CHARS);
     }
-    const seconds = (performance.now() - begin) / 1000;
     expect(m.push(at, bytes("DONE 42\r\n"))).toMatchObject({ match: "DONE 42", groups: ["42"], start: at, end: at + 7 });
     expect(m.windowLength).toBe(EXPECT_WINDOW_CHARS);
-    // 8 MiB: a quadratic window (re-searching the whole history) would take minutes.
-    expect(seconds).toBeLessThan(20);
+    // Its speed is measured by `npm run bench`, not here (no timing thresholds in tests).
   });
 
   it("property: the same match however the output is split", () => {
