@@ -38,6 +38,8 @@ export class ClientHub {
   private readonly watches = new Set<Subscriber>();
   /** Lagging `onLag=screen` clients whose screen is on its way: they get no output meanwhile. */
   private readonly skipping = new Set<Subscriber>();
+  /** Each replaying subscriber's current replay; one given up is no longer here. */
+  private readonly replays = new WeakMap<Subscriber, Replay>();
   private readonly cache = new ReplayCache();
   /** The log read each replaying subscriber waits on. */
   private readonly replayReads = new Map<Subscriber, number>();
@@ -255,6 +257,7 @@ export class ClientHub {
     const ahead = typeof from === "number" && from > end && from - end <= RESUME_AHEAD_BYTES;
     sub.cursor = from === "live" ? end : from === "retained" ? retainedFrom : ahead ? from : Math.min(from, end);
     const replay: Replay = { quiet: from === "retained", announced: false, gap: undefined };
+    this.replays.set(sub, replay);
     // History known to be trimmed is skipped without reading it: one `gap` says so.
     if (sub.cursor < retainedFrom) {
       replay.gap = { from: sub.cursor, to: retainedFrom };
@@ -273,14 +276,15 @@ export class ClientHub {
    * adjacent gaps (one per piece read) reach the client as one.
    */
   private continueReplay(sub: Subscriber, replay: Replay): void {
-    if (sub.closed) return;
+    // A replay given up (its client skipped ahead to the screen) goes no further.
+    if (sub.closed || this.replays.get(sub) !== replay) return;
     const end = this.port.offset();
     if (sub.cursor >= end) {
       this.flushGap(sub, replay);
       return this.goLive(sub);
     }
     const deliver = (offset: number, data: Uint8Array) => {
-      if (offset + data.byteLength <= sub.cursor) return;
+      if (this.replays.get(sub) !== replay || offset + data.byteLength <= sub.cursor) return;
       if (offset < sub.cursor) {
         data = data.subarray(sub.cursor - offset);
         offset = sub.cursor;
@@ -366,6 +370,7 @@ export class ClientHub {
     log.info("client.skip", { key: this.port.keyForLog(), cursor: sub.cursor, lag: sub.lag() });
     this.skipping.add(sub);
     this.cancelReplay(sub);
+    this.replays.delete(sub);
     sub.live = false;
     const skippedFrom = sub.cursor;
     void this.port.screen().then((screen) => {
@@ -513,7 +518,11 @@ export class ClientHub {
       this.sockets.set(ws, sub);
       if (att && att.id === undefined) sub.persist(); // an attachment from before ids: keep the one just given
       log.warn("client.restored", { key: this.port.keyForLog(), live, cursor, offset });
-      if (!live && !sub.closed) this.continueReplay(sub, { quiet: false, announced: true, gap: undefined });
+      if (!live && !sub.closed) {
+        const replay: Replay = { quiet: false, announced: true, gap: undefined };
+        this.replays.set(sub, replay);
+        this.continueReplay(sub, replay);
+      }
     }
     return sub;
   }

@@ -118,6 +118,7 @@ export class SocketSubscriber implements Subscriber {
   skippedTo(offset: number): void {
     this.cursor = offset;
     this.acked = offset;
+    this.waiting = undefined; // a replay waiting for acks was given up
   }
 
   private waiting: { bytes: number; resume: () => void } | undefined;
