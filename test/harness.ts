@@ -1,8 +1,10 @@
 // Helpers for end-to-end tests: a small REST client, a WebSocket terminal client that checks
 // offsets as frames arrive, and deadline-bound waits driven by events (never fixed sleeps).
 import { createHash } from "node:crypto";
+import headless from "@xterm/headless";
 import { createParser } from "eventsource-parser";
 import WebSocket from "ws";
+import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
 import type { Session } from "../shared/session.js";
 import { statFields } from "../runner/proc.js";
@@ -20,8 +22,14 @@ export class Api {
     readonly key: string | null,
   ) {}
 
-  async request<T = any>(method: string, path: string, body?: unknown, rawBody?: string): Promise<ApiResponse<T>> {
-    const headers: Record<string, string> = {};
+  async request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    rawBody?: string,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...extraHeaders };
     if (this.key) headers.authorization = `Bearer ${this.key}`;
     if (body !== undefined || rawBody !== undefined) headers["content-type"] = "application/json";
     const res = await fetch(`${this.url}${path}`, {
@@ -60,6 +68,151 @@ export class Api {
   async destroy(id: string): Promise<void> {
     await this.request("DELETE", `/v1/sessions/${id}?purge=true`);
   }
+
+  // ---- the agent layer (DESIGN §10) ----
+
+  /** `POST .../input` as it answers (202 `{bytes, offset}`), with an `Idempotency-Key` when given. */
+  inputRequest(
+    id: string,
+    body: { data: string; encoding?: "utf8" | "base64" },
+    idempotencyKey?: string,
+  ): Promise<ApiResponse<{ bytes: number; offset: number }>> {
+    const headers: Record<string, string> = idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey };
+    return this.request("POST", `/v1/sessions/${id}/input`, body, undefined, headers);
+  }
+
+  /** `POST .../input`, 202 or throw: `{bytes, offset}`, `offset` being where what it causes starts. */
+  async inputAt(id: string, data: string, idempotencyKey?: string): Promise<{ bytes: number; offset: number }> {
+    const res = await this.inputRequest(id, { data }, idempotencyKey);
+    if (res.status !== 202) throw new Error(`input failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  /** `POST .../expect` as it answers. */
+  expectRequest(
+    id: string,
+    body: { pattern: string; literal?: boolean; flags?: string; from?: number; timeoutSec?: number },
+  ): Promise<ApiResponse<ExpectResult>> {
+    return this.request("POST", `/v1/sessions/${id}/expect`, body);
+  }
+
+  /** `POST .../expect`, 200 or throw. */
+  async expectOutput(
+    id: string,
+    body: { pattern: string; literal?: boolean; flags?: string; from?: number; timeoutSec?: number },
+  ): Promise<ExpectResult> {
+    const res = await this.expectRequest(id, body);
+    if (res.status !== 200) throw new Error(`expect failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  /** `POST .../run` as it answers. */
+  runRequest(id: string, command: string, timeoutSec?: number): Promise<ApiResponse<RunResult>> {
+    return this.request("POST", `/v1/sessions/${id}/run`, timeoutSec === undefined ? { command } : { command, timeoutSec });
+  }
+
+  /**
+   * `POST .../run`, asked again while it answers 409 BUSY (a shell still starting, or still
+   * busy with a command): the result once it ran, or throw on any other answer or at the deadline.
+   */
+  async run(id: string, command: string, options: { timeoutSec?: number; deadlineMs?: number } = {}): Promise<RunResult> {
+    const deadline = Date.now() + (options.deadlineMs ?? 20_000);
+    for (;;) {
+      const res = await this.runRequest(id, command, options.timeoutSec);
+      if (res.status === 200) return res.body;
+      const code = (res.body as any)?.error?.code;
+      if (res.status !== 409 || code !== "BUSY" || Date.now() > deadline) {
+        throw new Error(`run ${JSON.stringify(command)} failed: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** `GET .../commands`, 200 or throw. */
+  async commands(id: string, limit?: number): Promise<CommandRecord[]> {
+    const res = await this.request<{ commands: CommandRecord[] }>(
+      "GET",
+      `/v1/sessions/${id}/commands${limit === undefined ? "" : `?limit=${limit}`}`,
+    );
+    if (res.status !== 200) throw new Error(`commands failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.commands;
+  }
+
+  /** `GET .../screen` (json), 200 or throw. */
+  async screen(id: string): Promise<ScreenState> {
+    const res = await this.request<ScreenState>("GET", `/v1/sessions/${id}/screen?format=json`);
+    if (res.status !== 200) throw new Error(`screen failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  }
+
+  /** `GET .../screen?format=text|ansi`: the body's bytes and the headers. */
+  async screenRaw(id: string, format: "text" | "ansi"): Promise<{ status: number; bytes: Buffer; headers: Headers }> {
+    const res = await fetch(`${this.url}/v1/sessions/${id}/screen?format=${format}`, {
+      headers: this.key ? { authorization: `Bearer ${this.key}` } : {},
+    });
+    return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()), headers: res.headers };
+  }
+
+  /** The raw output [from, to) from `GET .../output?from=&to=`, following `X-Offset-To` until `to`. */
+  async outputRange(id: string, from: number, to: number): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    let cursor = from;
+    while (cursor < to) {
+      const res = await fetch(`${this.url}/v1/sessions/${id}/output?from=${cursor}&to=${to}`, {
+        headers: this.key ? { authorization: `Bearer ${this.key}` } : {},
+      });
+      if (res.status !== 200) throw new Error(`output failed: ${res.status} ${await res.text()}`);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      const got = { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")) };
+      if (got.from !== cursor) throw new Error(`output from ${cursor} started at ${got.from} (trimmed?)`);
+      if (got.to - got.from !== bytes.byteLength) throw new Error(`headers ${JSON.stringify(got)} vs ${bytes.length} bytes`);
+      if (got.to > to) throw new Error(`output to ${to} went on to ${got.to}`);
+      if (bytes.byteLength === 0) throw new Error(`output [${cursor}, ${to}) answered nothing: only ${got.to} produced?`);
+      parts.push(bytes);
+      cursor = got.to;
+    }
+    return Buffer.concat(parts);
+  }
+}
+
+/**
+ * Terminal text as the contract defines it for `expect` and `run` (DESIGN §10), written here on
+ * its own (not the implementation's): escape sequences removed (CSI, OSC up to BEL or ST, DCS/
+ * SOS/PM/APC up to ST, and two-byte escapes), `\r\n` read as `\n`. Enough for the tests'
+ * own output; not a terminal.
+ */
+export function stripEscapes(text: string): string {
+  /* eslint-disable no-control-regex -- escape sequences are what is removed */
+  return text
+    .replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, "")
+    .replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, "")
+    .replace(/\x1b[PX^_][^\x1b]*\x1b\\/g, "")
+    .replace(/\x1b[()*+][0-9A-Za-z]/g, "")
+    .replace(/\x1b[ -/]*[0-~]/g, "")
+    .replaceAll("\r\n", "\n");
+  /* eslint-enable no-control-regex */
+}
+
+/** What a terminal of `cols`×`rows` shows after reading `bytes` from empty (@xterm/headless). */
+export async function renderScreen(
+  bytes: Uint8Array,
+  cols: number,
+  rows: number,
+): Promise<{ lines: string[]; alternate: boolean; cursor: { x: number; y: number }; title: string | null }> {
+  const term = new headless.Terminal({ cols, rows, allowProposedApi: true, scrollback: 0 });
+  let title: string | null = null;
+  term.onTitleChange((t) => {
+    title = t;
+  });
+  try {
+    await new Promise<void>((resolve) => term.write(bytes, resolve));
+    const buffer = term.buffer.active;
+    const lines: string[] = [];
+    for (let y = 0; y < rows; y++) lines.push(buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? "");
+    return { lines, alternate: buffer.type === "alternate", cursor: { x: buffer.cursorX, y: buffer.cursorY }, title };
+  } finally {
+    term.dispose();
+  }
 }
 
 /**
@@ -85,6 +238,12 @@ export { waitForRunners } from "../scripts/stack.js";
 
 type Waiter = { check: () => boolean; resolve: () => void };
 
+/** One thing a framed client received, in order. */
+export type TimelineEntry =
+  | { kind: "message"; message: any }
+  | { kind: "output"; offset: number; length: number }
+  | { kind: "screen"; offset: number; data: Buffer };
+
 /** How often a framed client acknowledges what it received (the edge cuts clients that lag). */
 const ACK_EVERY_BYTES = 256 * 1024;
 /** Text kept for matching output as it arrives; patterns waited for are far shorter. */
@@ -101,6 +260,19 @@ export class TermClient {
   /** Frames whose offset did not continue the previous one: must stay empty. */
   readonly offsetErrors: string[] = [];
   readonly messages: any[] = [];
+  /** Framed mode: every `0x04` frame (the bytes that repaint the screen as it is at `offset`). */
+  readonly screens: { offset: number; data: Buffer }[] = [];
+  /**
+   * Framed mode: what arrived, in order: control messages, output frames (offset and length)
+   * and screen frames, for tests of what comes before what.
+   */
+  readonly timeline: TimelineEntry[] = [];
+  /**
+   * Runs of contiguous output: `from` its first offset, `start` where it begins in `output`.
+   * A screen frame starts a new one at its offset (output continues there); before any, one run
+   * starts at the first output frame.
+   */
+  readonly segments: { from: number; start: number }[] = [];
   closeCode: number | undefined;
   readonly opened: Promise<void>;
   readonly closed: Promise<number>;
@@ -137,17 +309,31 @@ export class TermClient {
       });
     });
     this.socket.on("message", (data: Buffer, isBinary) => {
-      if (!isBinary) this.messages.push(JSON.parse(data.toString("utf8")));
-      else if (raw) this.append(data);
+      if (!isBinary) {
+        const message = JSON.parse(data.toString("utf8"));
+        this.messages.push(message);
+        this.timeline.push({ kind: "message", message });
+      } else if (raw) this.append(data);
       else {
         const frame = decodeFrame(new Uint8Array(data));
-        if (frame.op !== "output") this.offsetErrors.push(`unexpected frame ${frame.op}`);
+        if (frame.op === "screen") {
+          // Not output: output goes on at its offset, in a run of its own.
+          const copy = Buffer.from(frame.data);
+          this.screens.push({ offset: frame.offset, data: copy });
+          this.timeline.push({ kind: "screen", offset: frame.offset, data: copy });
+          this.segments.push({ from: frame.offset, start: this.size });
+          this.nextOffset = frame.offset;
+          // Acknowledged at once, as the SDK does: the client's position is now the screen's offset.
+          if (this.autoAck) this.ack();
+        } else if (frame.op !== "output") this.offsetErrors.push(`unexpected frame ${frame.op}`);
         else {
           if (this.nextOffset !== undefined && frame.offset !== this.nextOffset) {
             this.offsetErrors.push(`expected offset ${this.nextOffset}, got ${frame.offset}`);
           }
           this.startOffset ??= frame.offset;
+          if (this.segments.length === 0) this.segments.push({ from: frame.offset, start: 0 });
           this.nextOffset = frame.offset + frame.data.byteLength;
+          this.timeline.push({ kind: "output", offset: frame.offset, length: frame.data.byteLength });
           this.append(Buffer.from(frame.data));
           if (this.autoAck && this.nextOffset - this.acked >= ACK_EVERY_BYTES) this.ack();
         }
@@ -175,11 +361,28 @@ export class TermClient {
     return this.output.toString("utf8");
   }
 
-  /** Output from absolute offset `from` on. */
+  /** Output from absolute offset `from` on (to the end of the run of contiguous output holding it). */
   bytesFrom(from: number): Buffer {
-    if (this.startOffset === undefined || from < this.startOffset)
-      throw new Error(`no bytes before ${this.startOffset}`);
-    return this.output.subarray(from - this.startOffset);
+    const run = this.runs()
+      .reverse()
+      .find((r) => r.from <= from && from <= r.to);
+    if (run === undefined) throw new Error(`no bytes at ${from}: runs ${JSON.stringify(this.runs().map((r) => [r.from, r.to]))}`);
+    return run.bytes.subarray(from - run.from);
+  }
+
+  /** The runs of contiguous output received (one unless screen frames moved it on), with their bytes. */
+  runs(): { from: number; to: number; bytes: Buffer }[] {
+    const output = this.output;
+    return this.segments.map((segment, i) => {
+      const end = this.segments[i + 1]?.start ?? output.byteLength;
+      const bytes = output.subarray(segment.start, end);
+      return { from: segment.from, to: segment.from + bytes.byteLength, bytes };
+    });
+  }
+
+  /** The `command` messages received (a shell command ended). */
+  get commands(): { type: "command"; seq: number; command: string; exitCode: number | null; from: number; to: number }[] {
+    return this.messages.filter((m) => m.type === "command");
   }
 
   send(input: string | Uint8Array): void {
