@@ -1,6 +1,7 @@
 // One session this runner hosts: the link to the session's Durable Object (redialled when it
-// drops, while the process keeps running), the process on its PTY, the coalescer, and the
-// acknowledged delivery of output through the output log.
+// drops, while the process keeps running), the process on its PTY, the coalescer, the
+// acknowledged delivery of output through the output log, and the agent layer (its screen and
+// shell, agent-host.ts) fed the same output.
 import { log } from "../shared/log.js";
 import {
   EdgeLinkMessage,
@@ -9,6 +10,7 @@ import {
   decodeFrame,
   parseMessage,
 } from "../shared/protocol.js";
+import { AgentHost } from "./agent-host.js";
 import { Coalescer } from "./coalescer.js";
 import type { RunnerConfig } from "./config.js";
 import { Delivery } from "./delivery.js";
@@ -18,6 +20,7 @@ import { isolation } from "./isolation.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
+import { PauseReasons } from "./pause-reasons.js";
 import { type PtyExit, type PtyProcess, spawnPty } from "./pty.js";
 
 type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
@@ -37,6 +40,13 @@ export class HostedSession {
   private readonly reads: ReadServer;
   private pty: PtyProcess | undefined;
   private coalescer: Coalescer | undefined;
+  private agent: AgentHost | undefined;
+  private agentFailed = false;
+  /** The process is paused while the edge or the screen is behind. */
+  private readonly pauses = new PauseReasons<"delivery" | "screen">({
+    pause: () => this.pty?.pause(),
+    resume: () => this.pty?.resume(),
+  });
   private killTimer: NodeJS.Timeout | undefined;
   private exitTimer: NodeJS.Timeout | undefined;
   private exited = false;
@@ -96,8 +106,8 @@ export class HostedSession {
       {
         append: (offset, bytes) => this.outputLog.append(this.key, offset, bytes),
         send: (frame) => this.link.send(frame),
-        pause: () => this.pty?.pause(),
-        resume: () => this.pty?.resume(),
+        pause: () => this.pauses.pause("delivery"),
+        resume: () => this.pauses.resume("delivery"),
         onAppendFailed: (error) => {
           if (!this.appendFailing) log.warn("log.append", { key: this.key, outcome: "failed", error });
           this.appendFailing = true;
@@ -147,9 +157,11 @@ export class HostedSession {
   private startProcess(): void {
     const { spec, tenant } = this.spawn;
     let pty: PtyProcess;
+    let shellIntegration = false;
     try {
       // As its own user, in its own cgroup where the runner has them (runner/isolation.ts).
       const launch = isolation().prepare(this.key, tenant, spec);
+      shellIntegration = launch.shellIntegration;
       pty = spawnPty({ ...launch, cols: spec.cols, rows: spec.rows });
       isolation().started(this.key, pty.pid);
     } catch (error) {
@@ -161,7 +173,16 @@ export class HostedSession {
       return;
     }
     this.pty = pty;
-    const coalescer = new Coalescer((offset, bytes) => this.delivery.push(offset, bytes), {
+    this.agent = new AgentHost(
+      this.key,
+      {
+        send: (message) => this.send(message),
+        type: (bytes) => this.writeInput(bytes),
+        screenBehind: (behind) => (behind ? this.pauses.pause("screen") : this.pauses.resume("screen")),
+      },
+      { cols: spec.cols, rows: spec.rows, shellIntegration },
+    );
+    const coalescer = new Coalescer((offset, bytes) => this.output(offset, bytes), {
       maxBytes: this.config.coalesceBytes,
       delayMs: this.config.coalesceMs,
       leadingEdge: true,
@@ -176,6 +197,7 @@ export class HostedSession {
     this.exited = true;
     if (this.killTimer) clearTimeout(this.killTimer);
     this.coalescer?.flush(true);
+    this.agent?.processExited(exit.exitCode);
     log.info("session.exited", { key: this.key, ...exit, reason: this.endReason, offset: this.coalescer?.offset });
     // Whatever the process left running (setsid, nohup, double fork) ends with it.
     isolation().end(this.key);
@@ -217,16 +239,35 @@ export class HostedSession {
         case "read_cancel":
           return void this.reads.handle(message);
         case "resize":
-          return this.pty?.resize(message.cols, message.rows);
+          this.pty?.resize(message.cols, message.rows);
+          return this.agent?.resize(message.cols, message.rows);
         case "signal":
           return this.pty?.signalForeground(message.signal);
         case "kill":
           return this.kill(message.graceMs);
+        case "screen":
+        case "run":
+          if (this.agent) return void this.agent.handle(message);
+          return this.send({ type: "call_failed", id: message.id, code: "INTERNAL", message: "the session has not started" });
         case "pong":
           return;
       }
     } catch (error) {
       log.warn("link.apply", { key: this.key, type: message.type, error });
+    }
+  }
+
+  /** A coalesced chunk: to the edge through the log, and to the screen and shell tracker. */
+  private output(offset: number, bytes: Buffer): void {
+    this.delivery.push(offset, bytes);
+    if (this.agentFailed) return;
+    try {
+      this.agent?.output(offset, bytes);
+    } catch (error) {
+      // The agent layer is off for this session from here on; its output still flows.
+      this.agentFailed = true;
+      log.error("agent.output", { key: this.key, offset, error });
+      this.pauses.resume("screen");
     }
   }
 
@@ -254,6 +295,7 @@ export class HostedSession {
     // A new link (or a restarted edge) starts without the input state: tell it again.
     this.send({ type: "input_state", full: this.inputGate.isFull });
     this.delivery.resume(offset);
+    this.agent?.resumed();
   }
 
   /** The edge refused or closed the link for good: the session is over there. */
@@ -292,6 +334,7 @@ export class HostedSession {
     if (this.killTimer) clearTimeout(this.killTimer);
     if (this.exitTimer) clearTimeout(this.exitTimer);
     this.coalescer?.dispose();
+    this.agent?.dispose();
     this.delivery.dispose();
     this.inputGate.dispose();
     this.link.stop(1000, "session ended");

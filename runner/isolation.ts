@@ -1,6 +1,7 @@
 // The boundaries around sessions (DESIGN §12), set up once at the runner's start and used by
 // every hosted session: who a session runs as (session-user.ts), in which folder and with which
-// environment (environment.ts), and what holds its processes (containment.ts).
+// environment (environment.ts), what holds its processes (containment.ts), and, for a login
+// bash, the shell integration it starts with (shell-integration.ts).
 import type { PoolMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
 import { Containment } from "./containment.js";
@@ -8,6 +9,7 @@ import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
 import { lookupCommand } from "./command-lookup.js";
 import { type SwitchTools, launchCommand, notRunnable, switchTools } from "./launch.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers } from "./session-user.js";
+import { installShellIntegration, integratedBashArgs, isLoginBash } from "./shell-integration.js";
 
 type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"];
 
@@ -18,6 +20,8 @@ export interface SessionLaunch {
   env: Record<string, string>;
   /** hand the terminal to the session's user (when it is not the runner's) */
   terminalOwner: { uid: number; gid: number } | undefined;
+  /** the session is a bash started with the shell integration (OSC 133 marks) */
+  shellIntegration: boolean;
 }
 
 export class Isolation {
@@ -26,6 +30,8 @@ export class Isolation {
     private readonly users: SessionUsers,
     private readonly tools: SwitchTools | null,
     readonly containment: Containment,
+    /** the shell integration's init file (readable by every session user, writable by the runner only) */
+    private readonly bashInit: string,
   ) {}
 
   static async start(config: RunnerConfig, isRoot = process.getuid?.() === 0): Promise<Isolation> {
@@ -33,8 +39,9 @@ export class Isolation {
     const tools = isRoot ? switchTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
+    const bashInit = installShellIntegration(config.workspace);
     const containment = await Containment.start({ workspace: config.workspace, runnerId: config.runnerId, isRoot });
-    return new Isolation(config.workspace, users, tools, containment);
+    return new Isolation(config.workspace, users, tools, containment, bashInit);
   }
 
   /**
@@ -57,7 +64,10 @@ export class Isolation {
       cwd: folders.target,
       as: user.switched ? { uid: user.uid, gid: user.gid } : null,
     });
-    const session = lookup.found ? { command: spec.command, args: spec.args } : notRunnable(lookup.message, lookup.exitCode);
+    // A login bash reads the integration file instead: the login files, then the marks.
+    const shellIntegration = lookup.found && isLoginBash(spec.command, spec.args);
+    const sessionArgs = shellIntegration ? integratedBashArgs(this.bashInit) : spec.args;
+    const session = lookup.found ? { command: spec.command, args: sessionArgs } : notRunnable(lookup.message, lookup.exitCode);
     const cgroupProcs = this.containment.open(key);
     const { command, args } = launchCommand({
       command: session.command,
@@ -67,7 +77,7 @@ export class Isolation {
       cgroupProcs,
       enter: cwd === folders.target ? null : folders.target,
     });
-    return { command, args, cwd, env, terminalOwner: user.switched ? { uid: user.uid, gid: user.gid } : undefined };
+    return { command, args, cwd, env, terminalOwner: user.switched ? { uid: user.uid, gid: user.gid } : undefined, shellIntegration };
   }
 
   /** The session's first process is running as `pid`. */

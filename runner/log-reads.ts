@@ -67,7 +67,8 @@ export class ReadServer {
 /** A counting semaphore over the runner's log fetches. */
 const slots = { free: MAX_PIECES_IN_FLIGHT, waiting: [] as (() => void)[] };
 
-async function withSlot<T>(work: () => Promise<T>): Promise<T> {
+/** Runs a log fetch in one of the runner's MAX_PIECES_IN_FLIGHT slots (reads and screen rebuilds share them). */
+export async function withLogSlot<T>(work: () => Promise<T>): Promise<T> {
   if (slots.free > 0) slots.free--;
   else await new Promise<void>((resolve) => slots.waiting.push(resolve));
   try {
@@ -93,7 +94,7 @@ export async function serveRead(
     while (cursor < to) {
       await link.whenBuffered(LINK_BUFFER_BYTES);
       if (cancelled()) return;
-      const items = await withSlot(() => (cancelled() ? Promise.resolve([]) : outputLog.read(key, cursor, to, PIECE_BYTES)));
+      const items = await withLogSlot(() => (cancelled() ? Promise.resolve([]) : outputLog.read(key, cursor, to, PIECE_BYTES)));
       if (cancelled()) return;
       if (items.length === 0) break;
       for (const item of items) {

@@ -1,6 +1,6 @@
 // A link that only reads a session's output log for the edge: opened when the pool asks this
 // runner to `serve` a session that has no host (exited, lost, or its runner gone), and closed
-// after a quiet spell.
+// after a quiet spell. It answers `read`s, and `screen`s by rebuilding the screen from the log.
 import { log } from "../shared/log.js";
 import { EdgeLinkMessage, type RunnerLinkMessage, parseMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
@@ -8,6 +8,7 @@ import { EdgeLink } from "./edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
+import { rebuildScreen } from "./screen.js";
 
 const IDLE_MS = 30_000;
 
@@ -23,7 +24,7 @@ export class ReaderLink {
     tenant: string,
     sessionId: string,
     linkToken: string,
-    outputLog: OutputLog,
+    private readonly outputLog: OutputLog,
     private readonly onClosed: (key: string) => void,
   ) {
     this.link = new EdgeLink(
@@ -59,7 +60,7 @@ export class ReaderLink {
 
   /** The output log may have lost data: the edge drops what it kept of it. */
   logMaybeLost(): void {
-    this.link.send(JSON.stringify({ type: "log_reset" } satisfies RunnerLinkMessage));
+    this.send({ type: "log_reset" });
   }
 
   private touch(): void {
@@ -71,6 +72,35 @@ export class ReaderLink {
     if (isBinary) return log.warn("reader.frame", { key: this.key, outcome: "unexpected_binary" });
     const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), 1 << 16);
     if (!parsed.ok) return log.warn("reader.message", { key: this.key, outcome: "invalid", reason: parsed.reason });
-    if (this.reads.handle(parsed.value)) this.touch();
+    const message = parsed.value;
+    if (this.reads.handle(message)) return this.touch();
+    if (message.type === "screen") return this.rebuild(message);
+    if (message.type === "run") {
+      this.send({ type: "call_failed", id: message.id, code: "SESSION_EXITED", message: "the session has no process running" });
+    }
+  }
+
+  /** A screen drawn from the log, on a fresh emulator of the session's size. */
+  private rebuild(message: Extract<EdgeLinkMessage, { type: "screen" }>): void {
+    const { id, rebuild } = message;
+    this.touch();
+    if (!rebuild) {
+      this.send({ type: "call_failed", id, code: "INTERNAL", message: "a reader has no live screen: ask for a rebuild" });
+      return;
+    }
+    rebuildScreen(this.outputLog, this.key, rebuild).then(
+      (screen) => {
+        this.touch();
+        this.send({ type: "screen_result", id, screen });
+      },
+      (error: unknown) => {
+        log.warn("reader.screen", { key: this.key, id, error });
+        this.send({ type: "call_failed", id, code: "INTERNAL", message: "the screen could not be rebuilt from the output log" });
+      },
+    );
+  }
+
+  private send(message: RunnerLinkMessage): void {
+    if (!this.closed) this.link.send(JSON.stringify(message));
   }
 }
