@@ -611,7 +611,8 @@ export class EventStreamClient {
     });
     const decoder = new TextDecoder();
     try {
-      for await (const piece of res.body) {
+      // Typed as Node's stream: a file that pulls in the DOM library (xterm's typings) must not change it.
+      for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
         parser.feed(decoder.decode(piece, { stream: true }));
         this.notify();
       }
