@@ -15,11 +15,14 @@ __ptyb_d() {
 }
 
 # A at the start of PS1 and B at its end (zero-width, inside \[ \]), C at the end of PS0 (printed
-# once a command line is read, before it runs; not for an empty line). Runs last, so it puts back
-# what dotfiles or the user took out since, and keeps __ptyb_d first in PROMPT_COMMAND.
+# once a command line is read, before it runs; not for an empty line). PS1 starts with a D of its
+# own too (bash keeps $? across PROMPT_COMMAND): if PROMPT_COMMAND is replaced, commands still end
+# with their status (a D after a D is ignored). Runs last, so it puts back what dotfiles or the
+# user took out since, and keeps __ptyb_d first in PROMPT_COMMAND.
 __ptyb_marks() {
   local s=$?
   case ${PS1-} in *'\[\e]133;A\a\]'*) ;; *) PS1='\[\e]133;A\a\]'"${PS1-}" ;; esac
+  case ${PS1-} in *'\[\e]133;D;$?\a\]'*) ;; *) PS1='\[\e]133;D;$?\a\]'"${PS1-}" ;; esac
   case ${PS1-} in *'\[\e]133;B\a\]') ;; *) PS1="${PS1-}"'\[\e]133;B\a\]' ;; esac
   case ${PS0-} in *'\e]133;C\a') ;; *) PS0="${PS0-}"'\e]133;C\a' ;; esac
   if [[ ${PROMPT_COMMAND@a} == *a* ]]; then

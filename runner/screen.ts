@@ -189,7 +189,8 @@ export class TerminalScreen {
     const term = this.term;
     const buffer = term.buffer.active;
     const lines: string[] = [];
-    for (let y = 0; y < term.rows; y++) lines.push(buffer.getLine(buffer.baseY + y)?.translateToString(true) ?? "");
+    // xterm trims the cells never written; spaces written (a prompt's last one) go too.
+    for (let y = 0; y < term.rows; y++) lines.push((buffer.getLine(buffer.baseY + y)?.translateToString(true) ?? "").replace(/ +$/, ""));
     const core = (term as unknown as { _core?: TerminalCore })._core;
     const hidden = core?.coreService?.isCursorHidden === true;
     const x = Math.min(buffer.cursorX, term.cols - 1);

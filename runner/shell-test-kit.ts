@@ -47,7 +47,7 @@ export class TestShell {
   private nextId = 1;
   private appends: Promise<void> = Promise.resolve();
 
-  constructor(private readonly options: TestShellOptions) {
+  constructor(readonly options: TestShellOptions) {
     const cols = options.cols ?? 80;
     const rows = options.rows ?? 24;
     this.pty = spawnPty({

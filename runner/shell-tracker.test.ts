@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MAX_RUN_OUTPUT_BYTES } from "../shared/agent.js";
+import type { ShellMark } from "../shared/terminal-text.js";
 import { installShellIntegration } from "./shell-integration.js";
 import { TestShell, until } from "./shell-test-kit.js";
 
@@ -22,6 +23,11 @@ afterEach(async () => {
   await Promise.all(shells.splice(0).map((shell) => shell.close()));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The first D mark after `offset` (PROMPT_COMMAND's: PS1's own D follows it). */
+function firstD(s: TestShell, offset: number): ShellMark | undefined {
+  return s.marks.find((m) => m.kind === "D" && m.start >= offset);
+}
 
 async function shell(): Promise<TestShell> {
   const home = mkdtempSync(join(dir, "home-"));
@@ -44,6 +50,13 @@ describe("run", () => {
     expect((await s.ran('echo "x is $X"')).output).toBe("x is 42\n");
   });
 
+  it("types a run asked for before the first prompt once the prompt is there", async () => {
+    const s = new TestShell({ home: mkdtempSync(join(dir, "home-")), initFile });
+    shells.push(s);
+    expect(s.count("B")).toBe(0);
+    expect(await s.ran("echo first")).toMatchObject({ output: "first\n", exitCode: 0 });
+  });
+
   it("gives the output as text: escapes removed, no prompt, no echoed command line", async () => {
     const s = await shell();
     const red = await s.ran("printf '\\033[31mred\\033[0m\\n'");
@@ -52,8 +65,7 @@ describe("run", () => {
     expect(two.output).toBe("one\ntwo\n");
     // Its range is exactly the bytes between the C and D marks of that command.
     const c = s.marks.filter((m) => m.kind === "C").at(-1);
-    const d = s.marks.filter((m) => m.kind === "D").at(-1);
-    expect([two.from, two.to]).toEqual([c?.end, d?.start]);
+    expect([two.from, two.to]).toEqual([c?.end, firstD(s, two.from)?.start]);
     expect(s.output().subarray(two.from, two.to).toString("utf8")).toBe("one\r\ntwo\r\n");
     // A tab is typed as text (a paste), not as completion.
     expect((await s.ran("printf 'a\\tb\\n'")).output).toBe("a\tb\n");
@@ -113,8 +125,7 @@ describe("run", () => {
     expect(big.exitCode).toBe(0);
     expect(big.output.length).toBe(MAX_RUN_OUTPUT_BYTES);
     expect(/^a+$/.test(big.output)).toBe(true);
-    const d = s.marks.filter((m) => m.kind === "D").at(-1);
-    expect(big.to).toBe(d?.start);
+    expect(big.to).toBe(firstD(s, big.from)?.start);
     expect(big.to - big.from).toBeGreaterThanOrEqual(5_000_000);
   }, 60_000);
 
@@ -145,6 +156,19 @@ describe("run", () => {
     expect(bad.exitCode).toBe(2);
     expect(bad.output).toMatch(/syntax error/);
     expect(bad.output).not.toMatch(/echo \(/);
+  });
+
+  it("is not ended by the prompt drawn again (a resize) while it is being typed", async () => {
+    const s = await shell();
+    for (const [cols, rows] of [
+      [60, 20],
+      [80, 24],
+      [100, 30],
+    ]) {
+      s.pty.resize(cols, rows);
+      s.agent.resize(cols, rows);
+      expect(await s.ran("echo x")).toMatchObject({ output: "x\n", exitCode: 0 });
+    }
   });
 
   it("sends the newest commands again after a resume", async () => {

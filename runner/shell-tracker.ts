@@ -59,6 +59,8 @@ interface Run {
   requestedAt: number;
   /** Output offset when it was asked for (its from/to if it never starts). */
   requestedOffset: number;
+  /** Typed into the shell (at a prompt). */
+  typed: boolean;
   started: boolean;
   answered: boolean;
   from: number;
@@ -79,7 +81,7 @@ export class ShellTracker {
   private integrated: boolean;
   private prompt: Prompt | null = null;
   private command: Command | null = null;
-  /** A run typed and waiting for its C. */
+  /** A run waiting for its C (typed, or to be typed at the next prompt). */
   private pendingRun: Run | null = null;
   private readonly ended: Ended[] = [];
   private readonly recentReports: CommandReport[] = [];
@@ -128,7 +130,9 @@ export class ShellTracker {
 
   /**
    * Types `command` and Enter at the shell's prompt and answers when it ends (D) or `timeoutMs`
-   * passes (then `timedOut`, and the command goes on: its D still reports it).
+   * passes (then `timedOut`, and the command goes on: its D still reports it). Between a command's
+   * end and the next prompt (or before the first), it is typed once the prompt is there: runs one
+   * after the other never find the shell busy.
    */
   run(command: string, timeoutMs: number): Promise<RunOutcome> {
     const refuse = (code: FailureCode, message: string) => Promise.resolve<RunOutcome>({ ok: false, code, message });
@@ -136,7 +140,9 @@ export class ShellTracker {
     if (!this.integrated) return refuse("NO_SHELL_INTEGRATION", "the session's program is not a shell with integration");
     if (/[\r\n]/.test(command)) return refuse("INTERNAL", "a command to run must be one line");
     if (command.length === 0 || command.length > MAX_COMMAND_TEXT) return refuse("INTERNAL", "command: 1 to 16384 characters");
-    if (this.pendingRun || this.command?.run?.answered === false || !this.atPrompt) {
+    const ready = this.atPrompt;
+    const promptDue = this.prompt === null && this.command === null;
+    if (this.pendingRun || (!ready && !promptDue)) {
       return refuse("BUSY", "the shell is not at its prompt (a command or program is running, or a line is being typed)");
     }
     return new Promise((answer) => {
@@ -145,6 +151,7 @@ export class ShellTracker {
         command,
         requestedAt: now,
         requestedOffset: this.offset,
+        typed: false,
         started: false,
         answered: false,
         from: this.offset,
@@ -155,9 +162,19 @@ export class ShellTracker {
       };
       run.timer = setTimeout(() => this.timedOut(run), timeoutMs);
       this.pendingRun = run;
+      if (ready) this.typeRun(run);
+    });
+  }
+
+  /** Types a run's command at the prompt, once the screen has parsed up to it (bracketed paste is on or off there). */
+  private typeRun(run: Run): void {
+    run.typed = true;
+    this.port.screen.afterParsed(() => {
+      if (run.answered || this.exited) return;
       // A paste when the shell takes one: typed as text, so a tab or a key binding in it does nothing.
-      const typed = this.port.screen.bracketedPaste ? `${BRACKETED_PASTE_START}${command}${BRACKETED_PASTE_END}\r` : `${command}\r`;
-      this.port.type(Buffer.from(typed, "utf8"));
+      const { command } = run;
+      const text = this.port.screen.bracketedPaste ? `${BRACKETED_PASTE_START}${command}${BRACKETED_PASTE_END}\r` : `${command}\r`;
+      this.port.type(Buffer.from(text, "utf8"));
     });
   }
 
@@ -223,14 +240,17 @@ export class ShellTracker {
       if (prompt.superseded) position?.marker.dispose();
       else prompt.position = position;
     });
+    // A run asked for while the prompt was due.
+    if (this.pendingRun && !this.pendingRun.typed) this.typeRun(this.pendingRun);
   }
 
   private commandStarted(mark: ShellMark): void {
     this.endCommand(mark.start, null);
     const prompt = this.prompt;
     this.prompt = null;
-    const run = this.pendingRun;
-    this.pendingRun = null;
+    // The C of a run typed at the prompt (one still waiting for a prompt is not this command).
+    const run = this.pendingRun?.typed ? this.pendingRun : null;
+    if (run) this.pendingRun = null;
     const command: Command = { from: mark.end, startedAt: Date.now(), text: run ? run.command : null, run };
     this.command = command;
     if (run) {
@@ -258,14 +278,16 @@ export class ShellTracker {
 
   private commandEnded(mark: ShellMark): void {
     if (this.command) return this.endCommand(mark.start, mark.exitCode);
-    // A D with no C: the line ran nothing (empty, Ctrl+C) or did not parse (a syntax error).
+    // A D with no C after the line was entered (a line break since B): it ran nothing (empty,
+    // Ctrl+C) or did not parse (a syntax error). Without one it is the prompt drawn again (a
+    // resize: PS1 has a D of its own), and a run typed meanwhile is still to come.
     const run = this.pendingRun;
-    if (!run) return;
+    const prompt = this.prompt;
+    if (!run?.typed || prompt?.lineEnd === null || prompt?.lineEnd === undefined) return;
     this.pendingRun = null;
     if (run.answered) return;
-    const prompt = this.prompt;
-    const from = prompt?.lineEnd ?? mark.start;
-    const output = prompt && prompt.lineEnd !== null ? prompt.text.slice(prompt.text.indexOf("\n") + 1) : "";
+    const from = prompt.lineEnd;
+    const output = prompt.text.slice(prompt.text.indexOf("\n") + 1);
     run.from = from;
     run.output = new OutputText(from, output);
     this.answer(run, { exitCode: mark.exitCode, to: Math.max(from, mark.start), timedOut: false });
@@ -298,6 +320,8 @@ export class ShellTracker {
   private timedOut(run: Run): void {
     run.timer = undefined;
     if (!run.answered) this.answer(run, { exitCode: null, to: this.offset, timedOut: true });
+    // Never typed (no prompt came): it never will be. Typed: its C is still to be told apart.
+    if (this.pendingRun === run && !run.typed) this.pendingRun = null;
   }
 
   private answer(run: Run, end: { exitCode: number | null; to: number; timedOut: boolean }): void {
