@@ -290,6 +290,17 @@ describe("Idempotency-Key", () => {
     expect(count(all, "clash")).toBe(0);
     expect(count(all, "bad")).toBe(0);
     expect(count(all, "longest\r\n")).toBe(1);
+
+    // After the session ended a repeat still answers the first answer; a new key is refused.
+    await api.inputAt(s.id, "exit\r");
+    await api.request("GET", `/v1/sessions/${s.id}/wait?timeoutSec=20`);
+    expect((await api.get(s.id)).status).toBe("exited");
+    const late = await api.inputRequest(s.id, { data }, key);
+    expect(late.status).toBe(202);
+    expect(late.body).toEqual(first.body);
+    const fresh = await api.inputRequest(s.id, { data }, `late-${randomUUID()}`);
+    expect(fresh.status).toBe(409);
+    expect(fresh.body).toMatchObject({ error: { code: "SESSION_EXITED" } });
   });
 });
 

@@ -208,7 +208,10 @@ export async function renderScreen(
     await new Promise<void>((resolve) => term.write(bytes, resolve));
     const buffer = term.buffer.active;
     const lines: string[] = [];
-    for (let y = 0; y < rows; y++) lines.push(buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? "");
+    // translateToString(true) keeps spaces that were written: trailing spaces go, as in `lines`.
+    for (let y = 0; y < rows; y++) {
+      lines.push((buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? "").replace(/ +$/, ""));
+    }
     return { lines, alternate: buffer.type === "alternate", cursor: { x: buffer.cursorX, y: buffer.cursorY }, title };
   } finally {
     term.dispose();
