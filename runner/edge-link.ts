@@ -36,6 +36,11 @@ export interface EdgeLinkHandlers {
 
 /** How often a sender waiting for the socket's buffer to drain looks again. */
 const BUFFER_POLL_MS = 5;
+/**
+ * Largest JSON message the runner takes from the edge: a `run` carries up to MAX_COMMAND_TEXT
+ * (16,384) characters of command, up to 6 bytes each once escaped.
+ */
+export const MAX_EDGE_MESSAGE_BYTES = 128 * 1024;
 
 /** HTTP answers to the upgrade, and close codes, that mean "do not redial". */
 // 403: the link token is not this session's (it was placed elsewhere, or is a new incarnation).

@@ -15,7 +15,7 @@ import { Coalescer } from "./coalescer.js";
 import type { RunnerConfig } from "./config.js";
 import { Delivery } from "./delivery.js";
 import { InputGate } from "./input-gate.js";
-import { EdgeLink } from "./edge-link.js";
+import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./edge-link.js";
 import { isolation } from "./isolation.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "./log-reads.js";
@@ -223,7 +223,7 @@ export class HostedSession {
       else log.warn("link.frame", { key: this.key, outcome: "bad_op" });
       return;
     }
-    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), 1 << 16);
+    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), MAX_EDGE_MESSAGE_BYTES);
     if (!parsed.ok) {
       log.warn("link.message", { key: this.key, outcome: "invalid", reason: parsed.reason });
       return;

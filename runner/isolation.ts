@@ -2,6 +2,7 @@
 // every hosted session: who a session runs as (session-user.ts), in which folder and with which
 // environment (environment.ts), what holds its processes (containment.ts), and, for a login
 // bash, the shell integration it starts with (shell-integration.ts).
+import { log } from "../shared/log.js";
 import type { PoolMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
 import { Containment } from "./containment.js";
@@ -30,8 +31,8 @@ export class Isolation {
     private readonly users: SessionUsers,
     private readonly tools: SwitchTools | null,
     readonly containment: Containment,
-    /** the shell integration's init file (readable by every session user, writable by the runner only) */
-    private readonly bashInit: string,
+    /** the shell integration's init file (readable by every session user, writable by the runner only), or null without */
+    private readonly bashInit: string | null,
   ) {}
 
   static async start(config: RunnerConfig, isRoot = process.getuid?.() === 0): Promise<Isolation> {
@@ -39,7 +40,7 @@ export class Isolation {
     const tools = isRoot ? switchTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
-    const bashInit = installShellIntegration(config.workspace);
+    const bashInit = shellIntegrationFile(config.workspace);
     const containment = await Containment.start({ workspace: config.workspace, runnerId: config.runnerId, isRoot });
     return new Isolation(config.workspace, users, tools, containment, bashInit);
   }
@@ -65,8 +66,9 @@ export class Isolation {
       as: user.switched ? { uid: user.uid, gid: user.gid } : null,
     });
     // A login bash reads the integration file instead: the login files, then the marks.
-    const shellIntegration = lookup.found && isLoginBash(spec.command, spec.args);
-    const sessionArgs = shellIntegration ? integratedBashArgs(this.bashInit) : spec.args;
+    const bashInit = this.bashInit;
+    const shellIntegration = bashInit !== null && lookup.found && isLoginBash(spec.command, spec.args);
+    const sessionArgs = shellIntegration ? integratedBashArgs(bashInit) : spec.args;
     const session = lookup.found ? { command: spec.command, args: sessionArgs } : notRunnable(lookup.message, lookup.exitCode);
     const cgroupProcs = this.containment.open(key);
     const { command, args } = launchCommand({
@@ -92,6 +94,16 @@ export class Isolation {
 
   close(): Promise<void> {
     return this.containment.close();
+  }
+}
+
+/** The integration file, written now; null (sessions start without it, as `bash -l`) if it cannot be. */
+function shellIntegrationFile(workspace: string): string | null {
+  try {
+    return installShellIntegration(workspace);
+  } catch (error) {
+    log.warn("runner.shell_integration", { outcome: "unavailable", workspace, error });
+    return null;
   }
 }
 

@@ -4,7 +4,7 @@
 import { log } from "../shared/log.js";
 import { EdgeLinkMessage, type RunnerLinkMessage, parseMessage } from "../shared/protocol.js";
 import type { RunnerConfig } from "./config.js";
-import { EdgeLink } from "./edge-link.js";
+import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
@@ -70,7 +70,7 @@ export class ReaderLink {
 
   private onMessage(data: Buffer, isBinary: boolean): void {
     if (isBinary) return log.warn("reader.frame", { key: this.key, outcome: "unexpected_binary" });
-    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), 1 << 16);
+    const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), MAX_EDGE_MESSAGE_BYTES);
     if (!parsed.ok) return log.warn("reader.message", { key: this.key, outcome: "invalid", reason: parsed.reason });
     const message = parsed.value;
     if (this.reads.handle(message)) return this.touch();

@@ -5,6 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import headless from "@xterm/headless";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ScreenSnapshot } from "../shared/agent.js";
@@ -150,6 +152,32 @@ describe("TerminalScreen", () => {
     expect(snap.offset).toBe(offset);
     expect(s.unparsed).toBe(0);
   }, 40_000);
+});
+
+describe("memory", () => {
+  it("is small per idle screen (no scrollback), and given back once disposed and dropped", async () => {
+    // A collection on demand, as `node --expose-gc` would give.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const used = () => {
+      gc();
+      gc();
+      const { heapUsed, arrayBuffers } = process.memoryUsage();
+      return heapUsed + arrayBuffers;
+    };
+    const count = 100;
+    const before = used();
+    let idle = Array.from({ length: count }, () => new TerminalScreen({ cols: 80, rows: 24 }));
+    for (const s of idle) s.write(0, bytes("\x1b[?2004hroot@host:~# ls\r\nfile1  file2\r\nroot@host:~# "));
+    await Promise.all(idle.map((s) => s.snapshot()));
+    const each = (used() - before) / count;
+    console.info(`screen: an idle 80x24 screen holds ${Math.round(each / 1024)} KiB (heap and buffers)`);
+    // A scrollback of 1000 rows alone would be about 1 MiB each.
+    expect(each).toBeLessThan(512 * 1024);
+    for (const s of idle) s.dispose();
+    idle = [];
+    expect((used() - before) / count).toBeLessThan(each / 10);
+  });
 });
 
 describe("a session's screen", () => {

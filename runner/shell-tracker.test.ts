@@ -96,6 +96,11 @@ describe("run", () => {
     s.write("echo abx\x7fc; false\r");
     await until("a second report", () => s.commands().length > 1);
     expect(s.commands()[1]).toMatchObject({ command: "echo abc; false", exitCode: 1 });
+    // Longer than the screen is wide: the rows it wraps over are one line again.
+    const long = `echo ${"0123456789".repeat(17)}`;
+    s.write(`${long}\r`);
+    await until("a third report", () => s.commands().length > 2);
+    expect(s.commands()[2]).toMatchObject({ command: long, exitCode: 0 });
     // A run's report carries the command it typed, and comes before its answer.
     const run = await s.ran("echo ran");
     const reported = s.commands().at(-1);
