@@ -56,14 +56,12 @@ interface Command {
 
 interface Run {
   command: string;
-  requestedAt: number;
-  /** Output offset when it was asked for (its from/to if it never starts). */
-  requestedOffset: number;
   /** Typed into the shell (at a prompt). */
   typed: boolean;
-  started: boolean;
   answered: boolean;
+  /** Its C's end once it has started; until then the output offset when it was asked for. */
   from: number;
+  /** When its C came; until then when it was asked for. */
   startedAt: number;
   output: OutputText | null;
   timer: NodeJS.Timeout | undefined;
@@ -149,10 +147,7 @@ export class ShellTracker {
       const now = Date.now();
       const run: Run = {
         command,
-        requestedAt: now,
-        requestedOffset: this.offset,
         typed: false,
-        started: false,
         answered: false,
         from: this.offset,
         startedAt: now,
@@ -254,7 +249,6 @@ export class ShellTracker {
     const command: Command = { from: mark.end, startedAt: Date.now(), text: run ? run.command : null, run };
     this.command = command;
     if (run) {
-      run.started = true;
       run.from = mark.end;
       run.startedAt = command.startedAt;
       run.output = new OutputText(mark.end);
@@ -298,10 +292,10 @@ export class ShellTracker {
     const command = this.command;
     if (!command) return;
     this.command = null;
-    const endedAt = Date.now();
-    if (command.run && !command.run.answered) this.answer(command.run, { exitCode, to, timedOut: false });
-    this.ended.push({ command, report: { exitCode, from: command.from, to, startedAt: command.startedAt, endedAt } });
+    this.ended.push({ command, report: { exitCode, from: command.from, to, startedAt: command.startedAt, endedAt: Date.now() } });
+    // The report first (unless an earlier one still waits for the screen): a run answered is listed.
     this.reportEnded();
+    if (command.run && !command.run.answered) this.answer(command.run, { exitCode, to, timedOut: false });
   }
 
   /** Reports ended commands in order, as their text is known. */
