@@ -387,6 +387,52 @@ describe("run", () => {
     expect((await fetchOutput(api, s.id, 0)).bytes.includes("not-typed")).toBe(false);
   });
 
+  it("is BUSY while a line is half typed or continued, and runs once it is erased, abandoned or finished", async () => {
+    const s = await session();
+    const client = connect(s.id);
+    await client.waitForMessage((m) => m.type === "hello", "hello");
+    await api.run(s.id, "true");
+    const busyWhile = async (what: string) => {
+      const res = await api.runRequest(s.id, "echo should-not-run");
+      expect(res.status, what).toBe(409);
+      expect(res.body, what).toEqual(busyError);
+    };
+
+    // Half a line typed by someone at the terminal: run does not type into it.
+    client.send("echo half");
+    await client.waitForOutput("echo half");
+    await busyWhile("a half-typed line");
+    // Erased with Ctrl+U: the prompt is empty again.
+    client.send("\x15");
+    expect(await api.run(s.id, "echo after-erase")).toMatchObject({ exitCode: 0, output: "after-erase\n" });
+
+    client.send("echo abandoned");
+    await client.waitForOutput("echo abandoned");
+    await busyWhile("another half-typed line");
+    // Abandoned with Ctrl+C: a new prompt.
+    client.send("\x03");
+    expect(await api.run(s.id, "echo after-abandon")).toMatchObject({ exitCode: 0, output: "after-abandon\n" });
+
+    // A line continued (PS2) is not a prompt either; finished, it is one command.
+    client.send("echo one\\\r");
+    await client.waitForOutput("> ");
+    await busyWhile("a continued line");
+    client.send("two\r");
+    expect(await api.run(s.id, "echo after-continued")).toMatchObject({ exitCode: 0, output: "after-continued\n" });
+    const list = await api.commands(s.id);
+    expect(list.map((c) => c.command)).toEqual([
+      "true",
+      "echo after-erase",
+      "echo after-abandon",
+      expect.stringContaining("echo one"),
+      "echo after-continued",
+    ]);
+    const continued = list[3] as (typeof list)[number];
+    expect(continued.exitCode).toBe(0);
+    expect(stripEscapes((await api.outputRange(s.id, continued.from, continued.to)).toString("utf8"))).toBe("onetwo\n");
+    expect((await fetchOutput(api, s.id, 0)).bytes.includes("should-not-run")).toBe(false);
+  });
+
   it("is refused with NO_SHELL_INTEGRATION for a program that is not an integrated shell, typing nothing", async () => {
     const cat = await session({ command: "/bin/cat" });
     const res = await api.runRequest(cat.id, "echo into-cat");
