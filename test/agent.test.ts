@@ -166,6 +166,17 @@ describe("input offsets and expect", () => {
     });
   });
 
+  it("matches text that arrives in pieces, a character split between them too", async () => {
+    const s = await session();
+    await atPrompt(s.id, 0);
+    // Two writes 0.3 s apart reach the edge as separate output; the second starts mid-character.
+    const typed = await api.inputAt(s.id, "printf 'SP\\303'; sleep 0.3; printf '\\251LIT-%s\\n' ok\r");
+    const found = await api.expectOutput(s.id, { pattern: "SPéLIT-(\\w+)", from: typed.offset, timeoutSec: 10 });
+    const after = await outputOnce(s.id, typed.offset, "SPéLIT-ok\r\n");
+    const at = typed.offset + after.lastIndexOf("SPéLIT-ok\r\n");
+    expect(found).toEqual({ matched: true, match: "SPéLIT-ok", groups: ["ok"], start: at, end: at + Buffer.byteLength("SPéLIT-ok") });
+  });
+
   it("answers timeout with the offset reached", async () => {
     const s = await session({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
     const typed = await api.inputAt(s.id, "echo quiet-$((2+3))\r");

@@ -125,6 +125,10 @@ describe("GET .../screen", () => {
     expect(inLess.lines[23]).toContain("f.txt");
     expect(inLess.offset).toBeGreaterThan(before.offset);
     await checkFormats(s.id, inLess);
+    // A program holds the terminal: run is refused, not typed into less.
+    const busy = await api.runRequest(s.id, "echo not-typed");
+    expect(busy.status).toBe(409);
+    expect(busy.body).toMatchObject({ error: { code: "BUSY" } });
 
     // A page down, then quit.
     await api.inputAt(s.id, " ");
@@ -170,7 +174,13 @@ describe("GET .../screen", () => {
   });
 
   it("is kept after the session exits", async () => {
-    const s = await session({ command: "/bin/sh", args: ["-c", "printf 'first\\nsecond\\n\\033[1mthird\\033[0m'"], cols: 40, rows: 5 });
+    // Wide characters take two cells each, a combining accent none.
+    const s = await session({
+      command: "/bin/sh",
+      args: ["-c", "printf 'first\\n\\346\\227\\245\\346\\234\\254 e\\314\\201!\\n\\033[1mthird\\033[0m'"],
+      cols: 40,
+      rows: 5,
+    });
     const ended = await api.request<Session>("GET", `/v1/sessions/${s.id}/wait?timeoutSec=20`);
     expect(ended.body).toMatchObject({ status: "exited", exitCode: 0 });
     const screen = await api.screen(s.id);
@@ -181,7 +191,7 @@ describe("GET .../screen", () => {
       cursor: { x: 5, y: 2, visible: true },
       alternate: false,
       title: null,
-      lines: ["first", "second", "third", "", ""],
+      lines: ["first", "日本 e\u0301!", "third", "", ""],
     });
     await checkFormats(s.id, screen);
   });
