@@ -13,7 +13,7 @@ import type { Env } from "./env.js";
 
 export const CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key"];
 export const CORS_ALLOW_METHODS = ["GET", "POST", "PATCH", "DELETE"];
-export const CORS_EXPOSE_HEADERS = ["X-Offset-From", "X-Offset-To", "Retry-After"];
+export const CORS_EXPOSE_HEADERS = ["X-Offset-From", "X-Offset-To", "X-Offset", "X-Cols", "X-Rows", "Retry-After"];
 /** How long a browser may cache a preflight's answer. */
 const PREFLIGHT_MAX_AGE_SEC = 600;
 
