@@ -522,8 +522,17 @@ describe("commands", () => {
     ];
     for (const [command] of typed) {
       const before = client.commands.length;
-      // Before `false`: an empty line and a line abandoned with Ctrl+C, which run nothing.
-      if (command === "false") client.send("\r   \recho abandoned\x03");
+      // Before `false`: an empty line and a line abandoned with Ctrl+C, which run nothing. Typing
+      // waits for the prompt after ^C: the terminal flushes what is queued when it sends SIGINT.
+      // Each waits for the next prompt (its OSC 133 A): a Ctrl+C flushes what the shell has not read.
+      if (command === "false") {
+        for (const keys of ["\r", "   \r", "echo abandoned", "\x03"]) {
+          const prompts = count(client.output, "\x1b]133;A");
+          client.send(keys);
+          if (keys === "echo abandoned") await client.waitForOutput("echo abandoned");
+          else await client.waitFor(() => count(client.output, "\x1b]133;A") > prompts, `the prompt after ${JSON.stringify(keys)}`);
+        }
+      }
       client.send(`${command}\r`);
       await client.waitFor(
         () => client.commands.length > before && client.commands.at(-1)?.command === command,
