@@ -174,6 +174,24 @@ export class TerminalScreen {
     return text.replace(/\s+$/, "");
   }
 
+  /**
+   * Whether the line that starts at `from` shows nothing (all of its rows, whatever the cursor:
+   * an erased line, or a cursor moved back over text, are told apart); null when the position is
+   * gone or the alternate screen shows.
+   */
+  lineBlankSince(from: ScreenPosition): boolean | null {
+    const { marker } = from;
+    const buffer = this.term.buffer.active;
+    if (marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const cursorRow = buffer.baseY + buffer.cursorY;
+    for (let y = marker.line; ; y++) {
+      const line = buffer.getLine(y);
+      // The line's rows: up to the cursor's, and on while the next row continues it.
+      if (!line || (y > cursorRow && !line.isWrapped)) return true;
+      if (line.translateToString(true, y === marker.line ? from.x : 0).trim() !== "") return false;
+    }
+  }
+
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;

@@ -21,6 +21,8 @@ export const RECENT_COMMANDS = 16;
 /** Text kept after a prompt (the command line as echoed, for when the screen no longer shows it). */
 const PROMPT_TEXT_CHARS = 64 * 1024;
 
+const BUSY_MESSAGE = "the shell is not at its prompt (a command or program is running, or a line is being typed)";
+
 const BRACKETED_PASTE_START = "\x1b[200~";
 const BRACKETED_PASTE_END = "\x1b[201~";
 
@@ -140,9 +142,10 @@ export class ShellTracker {
     if (command.length === 0 || command.length > MAX_COMMAND_TEXT) return refuse("INTERNAL", "command: 1 to 16384 characters");
     const ready = this.atPrompt;
     const promptDue = this.prompt === null && this.command === null;
-    if (this.pendingRun || (!ready && !promptDue)) {
-      return refuse("BUSY", "the shell is not at its prompt (a command or program is running, or a line is being typed)");
-    }
+    // Something was typed at the prompt: the screen tells whether it still shows (or was erased, Ctrl+U).
+    const prompt = this.prompt;
+    const typedAt = !ready && !promptDue && this.command === null ? (prompt?.position ?? null) : null;
+    if (this.pendingRun || (!ready && !promptDue && !typedAt)) return refuse("BUSY", BUSY_MESSAGE);
     return new Promise((answer) => {
       const now = Date.now();
       const run: Run = {
@@ -158,6 +161,14 @@ export class ShellTracker {
       run.timer = setTimeout(() => this.timedOut(run), timeoutMs);
       this.pendingRun = run;
       if (ready) this.typeRun(run);
+      else if (typedAt) {
+        this.port.screen.afterParsed(() => {
+          if (run.typed || run.answered) return; // a new prompt came first and took it
+          if (this.prompt === prompt && this.command === null && this.port.screen.lineBlankSince(typedAt)) return this.typeRun(run);
+          if (this.pendingRun === run) this.pendingRun = null;
+          this.refuseRun(run, "BUSY", BUSY_MESSAGE);
+        });
+      }
     });
   }
 
