@@ -223,7 +223,8 @@ export async function renderScreen(
  * bracketed-paste mode ends the echoed command with `\e[?2004l\r` before the output.
  */
 export function line(text: string): RegExp {
-  return new RegExp(`[\r\n]${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\r\n`);
+  // A line starts after a line break, or after the shell's OSC 133 C mark (a command's output starts there).
+  return new RegExp(`(?:[\r\n]|\x1b\\]133;C\x07)${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\r\n`);
 }
 
 /** Resolves when `check` returns a value other than undefined/false; polls with a deadline. */

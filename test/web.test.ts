@@ -549,7 +549,8 @@ describe("web page", () => {
     created.add(s.id);
     await api.input(s.id, "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo big-$((5*5))\n");
     await until(async () => (await api.get(s.id)).offset > 3_000_000, 30_000, "3 MB of output");
-    const page = await openPage(`${url}/#session=${s.id}`);
+    // `from=0`: the whole history is replayed, as asked (without it the page draws the screen).
+    const page = await openPage(`${url}/#session=${s.id}&from=0`);
     await page.locator("#apikey").fill(TENANTS.acme);
     await page.locator("#signin").click();
     await waitForRow(page, "big-25", 30_000);
@@ -557,6 +558,27 @@ describe("web page", () => {
     await until(async () => (await api.get(s.id)).cols === want.cols, 10_000, `the session to take the page's ${want.cols} columns`);
     await until(async () => (await drawn(page)).cols === want.cols, 10_000, `the page to draw ${want.cols} columns`);
     expect(await drawn(page)).toEqual({ ...want, scale: 1 });
+  });
+
+  it("attaches to a long history by drawing its current screen: a few KiB over the socket, then live", async () => {
+    const s = await api.create({ ...BASH, cols: 80, rows: 24, label: "web-e2e-screen" });
+    created.add(s.id);
+    await api.input(s.id, "head -c 3000000 /dev/zero | tr '\\0' y; echo; echo screen-$((6*7))\n");
+    await until(async () => (await api.get(s.id)).offset > 3_000_000, 30_000, "3 MB of output");
+    const page = await openPage(`${url}/#session=${s.id}`);
+    let received = 0;
+    page.on("websocket", (socket) => {
+      socket.on("framereceived", (frame) => {
+        received += typeof frame.payload === "string" ? Buffer.byteLength(frame.payload) : frame.payload.byteLength;
+      });
+    });
+    await signIn(page);
+    await waitForRow(page, "screen-42", 30_000);
+    expect(received).toBeLessThan(64 * 1024);
+    // Live output follows the screen.
+    await api.input(s.id, "echo after-$((6*8))\n");
+    await waitForRow(page, "after-48", 15_000);
+    expect(received).toBeLessThan(64 * 1024);
   });
 
   it("draws underscores: the pixels under a row of `_` are lit", async () => {

@@ -559,8 +559,11 @@ function requireBroker(): PtyBroker {
 
 async function attachTo(id: string): Promise<void> {
   const b = requireBroker();
-  // A large history is not replayed: the current screen is drawn instead (from: "auto").
-  await attach(({ onData, onScreen }) => b.connect(id, { from: "auto", onData, onScreen }));
+  // A large history is not replayed: the current screen is drawn instead (from: "auto"), unless
+  // the link asks otherwise (`&from=0` replays everything, `&from=screen` always draws the screen).
+  const asked = fragment().get("from");
+  const from = asked === "screen" ? "screen" : asked !== null && /^\d{1,15}$/.test(asked) ? Number(asked) : "auto";
+  await attach(({ onData, onScreen }) => b.connect(id, { from, onData, onScreen }));
 }
 
 function rowButton(id: string, className: string): HTMLButtonElement | null {
