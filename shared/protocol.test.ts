@@ -15,6 +15,7 @@ import {
   encodeInput,
   encodeOutput,
   encodeReadChunk,
+  encodeScreen,
   parseMessage,
 } from "./protocol.js";
 import { SIGNALS } from "./session.js";
@@ -49,6 +50,23 @@ function expectRejected<T>(schema: z.ZodType<T>, text: string, maxBytes?: number
   expect(result.reason.length).toBeGreaterThan(0);
   return result.reason;
 }
+
+describe("encodeScreen / decodeFrame", () => {
+  it("round-trips a repaint at an offset, as a screen frame (not output)", () => {
+    const repaint = new TextEncoder().encode("\x1b[H\x1b[2Jhello\x1b[1;6H");
+    const frame = encodeScreen(2 ** 33 + 7, repaint);
+    expect(frame[0]).toBe(Op.Screen);
+    expect(frame[0]).toBe(0x04);
+    const decoded = decodeFrame(frame);
+    expect(decoded).toEqual({ op: "screen", offset: 2 ** 33 + 7, data: repaint });
+  });
+
+  it("rejects a screen frame shorter than its header and a negative offset", () => {
+    const short = decodeFrame(Uint8Array.from([Op.Screen, 0, 0]));
+    expect(short).toEqual({ op: "invalid", reason: "screen frame shorter than its header" });
+    expect(() => encodeScreen(-1, new Uint8Array())).toThrow(RangeError);
+  });
+});
 
 describe("encodeOutput / decodeFrame", () => {
   const offsets = [
@@ -216,7 +234,7 @@ describe("decodeFrame", () => {
     expect(decoded.reason).toMatch(/empty/);
   });
 
-  it.each([0x00, 0x04, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
+  it.each([0x00, 0x05, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
     const decoded = decodeFrame(Uint8Array.from([opcode, 1, 2, 3]));
     expect(decoded.op).toBe("invalid");
     if (decoded.op !== "invalid") return;
@@ -365,6 +383,22 @@ describe("parseMessage(RunnerLinkMessage)", () => {
     ['{"type":"read_end","id":3,"to":10}', { type: "read_end", id: 3, to: 10 }],
     ['{"type":"read_end","id":3,"to":0,"error":"down"}', { type: "read_end", id: 3, to: 0, error: "down" }],
     ['{"type":"ping"}', { type: "ping" }],
+    [
+      '{"type":"command","command":"ls","exitCode":2,"from":10,"to":20,"startedAt":1,"endedAt":2}',
+      { type: "command", command: "ls", exitCode: 2, from: 10, to: 20, startedAt: 1, endedAt: 2 },
+    ],
+    [
+      '{"type":"call_failed","id":4,"code":"BUSY","message":"busy"}',
+      { type: "call_failed", id: 4, code: "BUSY", message: "busy" },
+    ],
+    [
+      '{"type":"screen_result","id":1,"screen":{"offset":9,"cols":2,"rows":1,"cursor":{"x":0,"y":0,"visible":true},"alternate":false,"title":null,"lines":["hi"],"ansi":"hi"}}',
+      {
+        type: "screen_result",
+        id: 1,
+        screen: { offset: 9, cols: 2, rows: 1, cursor: { x: 0, y: 0, visible: true }, alternate: false, title: null, lines: ["hi"], ansi: "hi" },
+      },
+    ],
   ])("accepts %s", (text, expected) => {
     expect(expectOk(parseMessage(RunnerLinkMessage, text))).toEqual(expected);
   });
@@ -381,6 +415,10 @@ describe("parseMessage(RunnerLinkMessage)", () => {
     '{"type":"retained","from":-5}',
     '{"type":"read_gap","id":3,"from":0}',
     '{"type":"read_end","to":10}',
+    '{"type":"command","command":"ls","exitCode":0,"from":-1,"to":2,"startedAt":1,"endedAt":2}',
+    '{"type":"call_failed","id":4,"code":"FORBIDDEN","message":"no"}',
+    '{"type":"run_result","id":1,"result":{"command":"x"}}',
+    '{"type":"screen_result","id":1,"screen":{"offset":0,"cols":0,"rows":1}}',
     "[]",
     "not json",
   ])("rejects %s", (text) => {
@@ -397,6 +435,12 @@ describe("parseMessage(EdgeLinkMessage)", () => {
     ['{"type":"ack","offset":65536}', { type: "ack", offset: 65536 }],
     ['{"type":"read","id":1,"from":5,"to":9}', { type: "read", id: 1, from: 5, to: 9 }],
     ['{"type":"pong"}', { type: "pong" }],
+    ['{"type":"screen","id":2}', { type: "screen", id: 2 }],
+    [
+      '{"type":"screen","id":2,"rebuild":{"from":0,"to":99,"cols":80,"rows":24}}',
+      { type: "screen", id: 2, rebuild: { from: 0, to: 99, cols: 80, rows: 24 } },
+    ],
+    ['{"type":"run","id":3,"command":"true","timeoutMs":1000}', { type: "run", id: 3, command: "true", timeoutMs: 1000 }],
   ])("accepts %s", (text, expected) => {
     expect(expectOk(parseMessage(EdgeLinkMessage, text))).toEqual(expected);
   });
@@ -410,6 +454,9 @@ describe("parseMessage(EdgeLinkMessage)", () => {
     '{"type":"resume"}',
     '{"type":"ack","offset":"1"}',
     '{"type":"read","id":1,"from":5}',
+    '{"type":"run","id":3,"command":"","timeoutMs":1000}',
+    '{"type":"run","id":3,"command":"true","timeoutMs":0}',
+    '{"type":"screen","id":2,"rebuild":{"from":0,"to":9,"cols":0,"rows":24}}',
   ])("rejects %s", (text) => {
     expectRejected(EdgeLinkMessage, text);
   });
