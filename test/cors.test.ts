@@ -100,7 +100,7 @@ describe("CORS", () => {
       body: JSON.stringify({ data: "echo cors-$((6*7))\n" }),
     });
     expect(typed).toMatchObject({ ok: true, status: 202 });
-    expect(JSON.parse(typed.body ?? "")).toEqual({ bytes: 19 });
+    expect(JSON.parse(typed.body ?? "")).toEqual({ bytes: 19, offset: expect.any(Number) as number });
     await until(async () => (await fetchOutput(api, s.id, 0)).bytes.includes("cors-42\r\n"), 10_000, "the page's input to run");
 
     // Errors are readable by the page too, and exposed headers are visible.
