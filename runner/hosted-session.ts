@@ -29,6 +29,9 @@ type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
 const INPUT_SOFT_BYTES = 1 << 20;
 const INPUT_HARD_BYTES = 4 << 20;
 
+/** The end of a prompt drawn by a shell with integration (OSC 133 B). */
+const PROMPT_DRAWN = "\x1b]133;B\x07";
+
 /** How long an exited session waits for the edge to confirm the exit before it lets go. */
 const EXIT_CONFIRM_MS = 5 * 60_000;
 
@@ -188,7 +191,12 @@ export class HostedSession {
       leadingEdge: true,
     });
     this.coalescer = coalescer;
-    pty.onData((bytes) => coalescer.push(bytes));
+    pty.onData((bytes) => {
+      coalescer.push(bytes);
+      // The shell has drawn its prompt (OSC 133 B) and waits: what it printed goes now, not at the
+      // end of the coalescing window, so a person sees the prompt and `run` hears the command end at once.
+      if (shellIntegration && bytes.includes(PROMPT_DRAWN)) coalescer.flush();
+    });
     pty.onExit((exit) => this.onProcessExit(exit));
     log.info("session.started", { key: this.key, pid: pty.pid, command: spec.command });
   }
