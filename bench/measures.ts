@@ -36,14 +36,17 @@ function roundTrip(term: BenchTerm, key: string, deadlineMs: number): Promise<nu
   });
 }
 
-/** The flood of rows 2 and 3: `bytes` of printable base64 in 200-column lines, then a marker. */
-export function floodCommand(bytes: number, marker = "BENCH-$((6*7))-END"): string {
-  return `stty -echo; head -c ${Math.round((bytes * 3) / 4)} /dev/zero | base64 -w 200; echo ${marker}\r`;
+/**
+ * The flood of rows 2 and 3: `bytes` of printable base64 in 200-column lines, then a marker.
+ * Of zeros (compresses ~1000× under permessage-deflate) unless `source` says otherwise.
+ */
+export function floodCommand(bytes: number, marker = "BENCH-$((6*7))-END", source = "/dev/zero"): string {
+  return `stty -echo; head -c ${Math.round((bytes * 3) / 4)} ${source} | base64 -w 200; echo ${marker}\r`;
 }
 const FLOOD_END = "BENCH-42-END";
 
 /** Expected output bytes of floodCommand(bytes): base64 text plus CRLF after every 200 columns. */
-function floodBytes(bytes: number): number {
+export function floodBytes(bytes: number): number {
   const text = Math.ceil(Math.round((bytes * 3) / 4) / 3) * 4;
   return text + Math.ceil(text / 200) * 2;
 }

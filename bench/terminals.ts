@@ -98,12 +98,17 @@ export async function stackSession(stack: BenchStack): Promise<{ id: string; ter
   return { id: session.id, term: await stackTerm(stack, session.id) };
 }
 
-/** bash on node-pty in this process: the baseline, with nothing between the PTY and the reader. */
-export function rawTerm(): BenchTerm {
+/**
+ * bash on node-pty in this process: the baseline, with nothing between the PTY and the reader.
+ * `shell` is BASH unless said otherwise (the agent rows start bash as the runner's sessions do).
+ */
+export function rawTerm(shell: { command: string; args: string[]; home?: string } = BASH): BenchTerm {
+  const home = shell.home ?? process.env.HOME ?? "/";
   const pty = spawnPty({
-    ...BASH,
-    cwd: process.cwd(),
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TERM: "xterm-256color", HOME: process.env.HOME ?? "/" },
+    command: shell.command,
+    args: shell.args,
+    cwd: shell.home ?? process.cwd(),
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", TERM: "xterm-256color", HOME: home },
     cols: 80,
     rows: 24,
   });
