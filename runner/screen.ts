@@ -52,6 +52,8 @@ export class TerminalScreen {
   private readonly serializer: InstanceType<typeof serializeAddon.SerializeAddon>;
   private fed: number;
   private pending = 0;
+  /** afterParsed callbacks not run yet. */
+  private waiting = 0;
   private isBehind = false;
   private title: string | null = null;
   private disposed = false;
@@ -118,9 +120,19 @@ export class TerminalScreen {
    */
   afterParsed(callback: () => void): void {
     if (this.disposed) return;
+    this.waiting++;
     this.term.write(EMPTY, () => {
+      this.waiting--;
       if (!this.disposed) callback();
     });
+  }
+
+  /**
+   * Nothing written is left to parse and no afterParsed callback waits: the screen is as it is
+   * at `offset` now (xterm runs even an empty write's callback from a timer, ~1 ms later).
+   */
+  get settled(): boolean {
+    return this.pending === 0 && this.waiting === 0;
   }
 
   /** Resolves once every byte written so far is parsed (or the screen is disposed). */

@@ -175,13 +175,16 @@ export class ShellTracker {
   /** Types a run's command at the prompt, once the screen has parsed up to it (bracketed paste is on or off there). */
   private typeRun(run: Run): void {
     run.typed = true;
-    this.port.screen.afterParsed(() => {
+    const type = () => {
       if (run.answered || this.exited) return;
       // A paste when the shell takes one: typed as text, so a tab or a key binding in it does nothing.
       const { command } = run;
       const text = this.port.screen.bracketedPaste ? `${BRACKETED_PASTE_START}${command}${BRACKETED_PASTE_END}\r` : `${command}\r`;
       this.port.type(Buffer.from(text, "utf8"));
-    });
+    };
+    // A screen with nothing left to parse is already as it is now: no need to wait for its timer.
+    if (this.port.screen.settled) type();
+    else this.port.screen.afterParsed(type);
   }
 
   /** The process has exited (after its last output was pushed). A run under way ends with it. */

@@ -384,6 +384,9 @@ describe("on a stack of this file's own", () => {
     await reader.waitForOutput(line("flood-42"), 60_000);
     paused.socket.resume();
     await paused.waitFor(() => paused.screens.length > 0, "a screen frame", 30_000);
+    // Caught up (it may skip again while it drains what it had been sent): then live output reaches it.
+    const flooded = (await own.get(s.id)).offset;
+    await paused.waitFor(() => (paused.nextOffset ?? 0) >= flooded, "the paused client to catch up", 30_000);
     reader.send("echo after-$((1+2))\r");
     await paused.waitForOutput(line("after-3"), 30_000);
     await reader.waitForOutput(line("after-3"));

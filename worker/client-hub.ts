@@ -381,16 +381,21 @@ export class ClientHub {
         return this.cutSlow(sub);
       }
       if (screen.offset > skippedFrom) sub.control({ type: "gap", from: skippedFrom, to: screen.offset });
-      this.showScreen(sub, screen);
-      this.startReplay(sub, screen.offset);
+      sub.screen(screen);
+      sub.skippedTo(screen.offset);
+      sub.persist();
+      // Nothing more goes to it until it has taken the screen (acked its offset): a client that
+      // stays paused is not sent output it would only skip again.
+      sub.whenLagAtMost(0, () => this.startReplay(sub, screen.offset));
     });
   }
 
-  /** Sends the screen; the subscriber's lag counts from the screen's offset. */
+  /** Sends the screen to a client that joins with it; its lag counts from the screen's offset. */
   private showScreen(sub: Subscriber, screen: ScreenSnapshot): void {
     sub.screen(screen);
     if (sub instanceof SocketSubscriber) {
       sub.skippedTo(screen.offset);
+      sub.acked = screen.offset;
       sub.persist();
     } else sub.cursor = screen.offset;
   }

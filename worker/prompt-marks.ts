@@ -1,8 +1,8 @@
 // Where the shell's command line is in a session's output: between the OSC 133 marks B (the
 // prompt has been drawn; what follows is the line being typed, echoed) and the next mark (C: it
 // runs; A or D: a new prompt, e.g. after Ctrl+C). `expect` skips those bytes (DESIGN §10: it
-// never matches the echoed command line). The newest marks are kept in storage, so an `expect`
-// after hibernation still knows that its `from` lies in a command line.
+// never matches the echoed command line). The newest marks are kept in storage with the offset,
+// so an `expect` after hibernation still knows that its `from` lies in a command line.
 import { type ShellMark, ShellMarkScanner } from "../shared/terminal-text.js";
 
 /** Marks kept: enough to place a `from` a few commands back. */
@@ -17,6 +17,7 @@ interface Kept {
 export class PromptMarks {
   private scanner: ShellMarkScanner | undefined;
   private readonly marks: Kept[];
+  private unsaved = false;
 
   constructor(private readonly kv: SyncKvStorage) {
     this.marks = kv.get<Kept[]>(STORAGE_KEY) ?? [];
@@ -29,6 +30,16 @@ export class PromptMarks {
     if (found.length === 0) return;
     for (const mark of found) this.marks.push({ kind: mark.kind, end: mark.end });
     this.marks.splice(0, Math.max(0, this.marks.length - KEPT));
+    this.unsaved = true;
+  }
+
+  /**
+   * Stores the marks, if new ones came, with the session's offset (the acks' storage sync): a
+   * write of their own per prompt would hold that prompt's frame at the edge until it is durable.
+   */
+  persist(): void {
+    if (!this.unsaved) return;
+    this.unsaved = false;
     this.kv.put(STORAGE_KEY, this.marks);
   }
 
@@ -44,6 +55,7 @@ export class PromptMarks {
   /** The session's storage is going (purge): nothing to keep. */
   forget(): void {
     this.marks.length = 0;
+    this.unsaved = false;
     this.scanner = undefined;
   }
 }

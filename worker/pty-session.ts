@@ -109,7 +109,10 @@ export class PtySession extends DurableObject<Env> {
     this.links = new RunnerLinks(ctx, this.reads, this.agent.calls, {
       offset: () => this.record.offset,
       output: (offset, data, frame) => this.onOutput(offset, data, frame),
-      storeOffset: () => this.record.storeOffset(),
+      storeOffset: () => {
+        this.agent.marks.persist();
+        return this.record.storeOffset();
+      },
       hostSaid: (msg) => this.hostSaid(msg),
       logMaybeLost: () => this.clients.forgetCache(),
       hostLinked: () => this.timers.set("grace", undefined),

@@ -114,10 +114,9 @@ export class SocketSubscriber implements Subscriber {
     sendQuietly(this.ws, encodeScreen(offset, bytes));
   }
 
-  /** After a skip to the screen at `offset`, the client's lag counts from there. */
+  /** Output continues at the screen's `offset` (skipped ahead to it); its lag counts up to there until it acks it. */
   skippedTo(offset: number): void {
     this.cursor = offset;
-    this.acked = offset;
     this.waiting = undefined; // a replay waiting for acks was given up
   }
 
