@@ -107,7 +107,8 @@ describe("a bash session end to end", () => {
 
     // Ctrl+C reaches `sleep` only once it runs in the foreground: a key typed before that (while
     // bash starts, or between reading the line and starting the command) goes to bash instead.
-    await client.waitForOutput(/\$ (?:\x1b\]133;B\x07)?$/); // the prompt (and the shell-integration mark that ends it)
+    // The prompt, and the shell-integration mark (OSC 133 B) that ends it.
+    await client.waitForOutput(new RegExp(String.raw`\$ (?:\x1b\]133;B\x07)?$`));
     client.send("sleep 30\n");
     await until(() => sleepRunning(s.pid as number, "30"), 5000, "sleep 30 to run");
     const start = performance.now();
