@@ -7,18 +7,37 @@ import { utf8ByteLength } from "./utf8.js";
 
 /** First byte of every binary frame. */
 export const Op = {
-  /** server → client and runner → edge: `0x01 · u64 BE offset of the first byte · output bytes` */
+  /** server → client and runner → edge: `0x01 · u64 BE offset of the first byte · output bytes` (the terminal, or stdout) */
   Output: 0x01,
   /** client → server and edge → runner: `0x02 · input bytes` */
   Input: 0x02,
-  /** runner → edge: `0x03 · u32 BE read id · u64 BE offset · bytes`, log bytes answering a `read` */
-  ReadChunk: 0x03,
+  /** server → client and runner → edge: `0x03 · u64 BE offset · stderr bytes` (`pty: false` only; one offset space with 0x01) */
+  Stderr: 0x03,
   /** server → client: `0x04 · u64 BE offset · bytes that repaint the screen as it is at offset` (not output: they take no offsets) */
   Screen: 0x04,
+  /**
+   * runner → edge: `0x05 · u32 BE read id · u64 BE offset · u8 stream (0 stdout, 1 stderr) ·
+   * f64 BE read time (ms since epoch, 0 unknown) · u16 BE cols · u16 BE rows (0 × 0: no terminal) · bytes`,
+   * log bytes answering a `read`, with what the log keeps about them
+   */
+  ReadChunk: 0x05,
 } as const;
 
+/** Which of a process's outputs a chunk came from: a terminal's output counts as stdout. */
+export type OutputStream = "stdout" | "stderr";
+
+/** What the output log keeps with each chunk besides its bytes (DESIGN §11). */
+export interface ChunkMeta {
+  stream: OutputStream;
+  /** When the runner read the chunk (ms since epoch); 0 when the log does not know. */
+  at: number;
+  /** The terminal's size when the chunk was read; 0 × 0 for a process without a terminal. */
+  cols: number;
+  rows: number;
+}
+
 /** Bytes before the payload of a ReadChunk frame. */
-export const READ_CHUNK_HEADER_BYTES = 13;
+export const READ_CHUNK_HEADER_BYTES = 26;
 
 /** Bytes before the payload of an Output frame. */
 export const OUTPUT_HEADER_BYTES = 9;
@@ -33,8 +52,9 @@ export const MAX_CONTROL_BYTES = 4096;
 
 const TWO_32 = 2 ** 32;
 
-export function encodeOutput(offset: number, bytes: Uint8Array): Uint8Array {
-  return encodeAtOffset(Op.Output, offset, bytes);
+/** Output at `offset`: a 0x01 frame, or 0x03 for stderr. */
+export function encodeOutput(offset: number, bytes: Uint8Array, stream: OutputStream = "stdout"): Uint8Array {
+  return encodeAtOffset(stream === "stderr" ? Op.Stderr : Op.Output, offset, bytes);
 }
 
 /** A repaint of the screen as it is at `offset` (from=screen, onLag=screen). */
@@ -42,7 +62,7 @@ export function encodeScreen(offset: number, bytes: Uint8Array): Uint8Array {
   return encodeAtOffset(Op.Screen, offset, bytes);
 }
 
-function encodeAtOffset(op: typeof Op.Output | typeof Op.Screen, offset: number, bytes: Uint8Array): Uint8Array {
+function encodeAtOffset(op: typeof Op.Output | typeof Op.Stderr | typeof Op.Screen, offset: number, bytes: Uint8Array): Uint8Array {
   if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
   const frame = new Uint8Array(OUTPUT_HEADER_BYTES + bytes.byteLength);
   const view = new DataView(frame.buffer);
@@ -53,24 +73,29 @@ function encodeAtOffset(op: typeof Op.Output | typeof Op.Screen, offset: number,
   return frame;
 }
 
-export function encodeReadChunk(readId: number, offset: number, bytes: Uint8Array): Uint8Array {
+/** The stream, time and size that a ReadChunk carries when the log knows nothing more. */
+export const UNKNOWN_META: ChunkMeta = { stream: "stdout", at: 0, cols: 0, rows: 0 };
+
+export function encodeReadChunk(readId: number, offset: number, bytes: Uint8Array, meta: ChunkMeta = UNKNOWN_META): Uint8Array {
+  if (!Number.isInteger(readId) || readId < 0 || readId >= TWO_32) throw new RangeError(`bad read id ${readId}`);
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  if (!Number.isFinite(meta.at) || meta.at < 0) throw new RangeError(`bad read time ${meta.at}`);
   const frame = new Uint8Array(READ_CHUNK_HEADER_BYTES + bytes.byteLength);
-  frame.set(encodeReadChunkHeader(readId, offset));
+  const view = new DataView(frame.buffer);
+  frame[0] = Op.ReadChunk;
+  view.setUint32(1, readId);
+  view.setUint32(5, Math.floor(offset / TWO_32));
+  view.setUint32(9, offset >>> 0);
+  frame[13] = meta.stream === "stderr" ? 1 : 0;
+  view.setFloat64(14, meta.at);
+  view.setUint16(22, clampU16(meta.cols));
+  view.setUint16(24, clampU16(meta.rows));
   frame.set(bytes, READ_CHUNK_HEADER_BYTES);
   return frame;
 }
 
-/** The first READ_CHUNK_HEADER_BYTES of a ReadChunk frame. */
-function encodeReadChunkHeader(readId: number, offset: number): Uint8Array {
-  if (!Number.isInteger(readId) || readId < 0 || readId >= TWO_32) throw new RangeError(`bad read id ${readId}`);
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
-  const header = new Uint8Array(READ_CHUNK_HEADER_BYTES);
-  const view = new DataView(header.buffer);
-  header[0] = Op.ReadChunk;
-  view.setUint32(1, readId);
-  view.setUint32(5, Math.floor(offset / TWO_32));
-  view.setUint32(9, offset >>> 0);
-  return header;
+function clampU16(n: number): number {
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 0xffff) : 0;
 }
 
 export function encodeInput(bytes: Uint8Array): Uint8Array {
@@ -82,9 +107,10 @@ export function encodeInput(bytes: Uint8Array): Uint8Array {
 
 export type Frame =
   | { op: "output"; offset: number; data: Uint8Array }
+  | { op: "stderr"; offset: number; data: Uint8Array }
   | { op: "screen"; offset: number; data: Uint8Array }
   | { op: "input"; data: Uint8Array }
-  | { op: "readChunk"; readId: number; offset: number; data: Uint8Array }
+  | { op: "readChunk"; readId: number; offset: number; meta: ChunkMeta; data: Uint8Array }
   | { op: "invalid"; reason: string };
 
 /** Decodes a binary frame; payloads are views into `frame`, not copies. */
@@ -92,8 +118,9 @@ export function decodeFrame(frame: Uint8Array): Frame {
   if (frame.byteLength === 0) return { op: "invalid", reason: "empty frame" };
   switch (frame[0]) {
     case Op.Output:
+    case Op.Stderr:
     case Op.Screen: {
-      const op = frame[0] === Op.Output ? "output" : "screen";
+      const op = frame[0] === Op.Output ? "output" : frame[0] === Op.Stderr ? "stderr" : "screen";
       if (frame.byteLength < OUTPUT_HEADER_BYTES) {
         return { op: "invalid", reason: `${op} frame shorter than its header` };
       }
@@ -111,7 +138,11 @@ export function decodeFrame(frame: Uint8Array): Frame {
       const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
       const offset = view.getUint32(5) * TWO_32 + view.getUint32(9);
       if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
-      return { op: "readChunk", readId: view.getUint32(1), offset, data: frame.subarray(READ_CHUNK_HEADER_BYTES) };
+      if (frame[13] > 1) return { op: "invalid", reason: "unknown stream" };
+      const at = view.getFloat64(14);
+      if (!Number.isFinite(at) || at < 0) return { op: "invalid", reason: "bad read time" };
+      const meta: ChunkMeta = { stream: frame[13] === 1 ? "stderr" : "stdout", at, cols: view.getUint16(22), rows: view.getUint16(24) };
+      return { op: "readChunk", readId: view.getUint32(1), offset, meta, data: frame.subarray(READ_CHUNK_HEADER_BYTES) };
     }
     default:
       return { op: "invalid", reason: `unknown opcode 0x${frame[0].toString(16).padStart(2, "0")}` };
@@ -148,6 +179,8 @@ export const ClientMessage = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("ping") }),
   /** the client has received every byte below `offset`: how the edge measures its lag */
   z.strictObject({ type: z.literal("ack"), offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) }),
+  /** close the process's stdin (`pty: false`); on a terminal, type Ctrl+D */
+  z.strictObject({ type: z.literal("eof") }),
 ]);
 export type ClientMessage = z.infer<typeof ClientMessage>;
 
@@ -276,7 +309,10 @@ export type RunnerLinkMessage = z.infer<typeof RunnerLinkMessage>;
 export const EdgeLinkMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("resize"), cols: dimension, rows: dimension }),
   z.object({ type: z.literal("signal"), signal: SignalSchema }),
-  z.object({ type: z.literal("kill"), graceMs: z.number().int().min(0) }),
+  /** end the process: SIGHUP (or `signal`) now, SIGKILL to everything it started after graceMs */
+  z.object({ type: z.literal("kill"), graceMs: z.number().int().min(0), signal: SignalSchema.optional() }),
+  /** close the process's stdin after the input sent before this (`pty: false`); a terminal gets Ctrl+D */
+  z.object({ type: z.literal("eof") }),
   /** first message on every link: the edge holds output below `offset`; send from there */
   z.object({ type: z.literal("resume"), offset: offsetSchema }),
   /** the edge has stored every output byte below `offset` */
@@ -334,6 +370,8 @@ export const SpawnSpecSchema = z.object({
   env: z.record(z.string(), z.string()),
   cols: dimension,
   rows: dimension,
+  /** false: pipes for stdin, stdout and stderr instead of a terminal (absent: a terminal) */
+  pty: z.boolean().optional(),
 });
 
 /** edge → runner */

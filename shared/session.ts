@@ -40,6 +40,8 @@ export interface Session extends SessionTimers {
   cwd: string | null;
   cols: number;
   rows: number;
+  /** false: the process runs with pipes, not a terminal (DESIGN §11) */
+  pty: boolean;
   pid: number | null;
   tags: string[];
   label: string | null;
@@ -64,6 +66,8 @@ export interface SpawnSpec {
   env: Record<string, string>;
   cols: number;
   rows: number;
+  /** false: pipes instead of a terminal; absent: a terminal */
+  pty?: boolean;
 }
 
 export const DEFAULT_COMMAND = "/bin/bash";

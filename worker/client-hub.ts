@@ -160,6 +160,7 @@ export class ClientHub {
       return sub.close(1008, "ack beyond what was sent");
     }
     if (msg.type === "resize") this.port.onResize(sub, msg.cols, msg.rows);
+    else if (msg.type === "eof") this.port.onEof(sub);
     else this.port.onSignal(sub, msg.signal);
   }
 
@@ -565,6 +566,8 @@ export interface HubPort {
   onInput(sub: SocketSubscriber, bytes: Uint8Array): void;
   onResize(sub: SocketSubscriber, cols: number, rows: number): void;
   onSignal(sub: SocketSubscriber, signal: SignalName): void;
+  /** `{"type":"eof"}`: close the process's stdin (a terminal gets Ctrl+D). */
+  onEof(sub: SocketSubscriber): void;
   /** A client attached or left (count() changed). */
   clientsChanged(): void;
   /** The screen now (from the host's emulator, or rebuilt from the log). */

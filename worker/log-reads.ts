@@ -3,11 +3,12 @@
 // has an id; its ReadChunk frames, gaps and end come back on the link it was sent on.
 import type { ErrorCode } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import type { EdgeLinkMessage } from "../shared/protocol.js";
+import type { ChunkMeta, EdgeLinkMessage } from "../shared/protocol.js";
 import { sendQuietly } from "./sockets.js";
 
 export interface ReadHandler {
-  onChunk(offset: number, data: Uint8Array): void;
+  /** Log bytes at `offset`, with the stream, read time and terminal size the log keeps for them. */
+  onChunk(offset: number, data: Uint8Array, meta: ChunkMeta): void;
   onGap(from: number, to: number): void;
   /** The read is over: complete up to `to`, or failed with `error`. */
   onEnd(to: number, error?: { code: ErrorCode; message: string }): void;
@@ -100,9 +101,9 @@ export class LogReads {
 
   // Answers count only from the link the read was sent on.
 
-  chunk(link: WebSocket, id: number, offset: number, data: Uint8Array): void {
+  chunk(link: WebSocket, id: number, offset: number, data: Uint8Array, meta: ChunkMeta): void {
     const entry = this.inFlight.get(id);
-    if (entry?.link === link) entry.handler.onChunk(offset, data);
+    if (entry?.link === link) entry.handler.onChunk(offset, data, meta);
   }
 
   gap(link: WebSocket, id: number, from: number, to: number): void {

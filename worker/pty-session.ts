@@ -131,6 +131,7 @@ export class PtySession extends DurableObject<Env> {
       onInput: (sub, bytes) => this.clientInput(sub, bytes),
       onResize: (sub, cols, rows) => this.clientResize(sub, cols, rows),
       onSignal: (sub, signal) => this.clientSignal(sub, signal),
+      onEof: (sub) => this.clientEof(sub),
       clientsChanged: () => this.onClientsChanged(),
       screen: () => this.agent.screen(),
     });
@@ -584,6 +585,12 @@ export class PtySession extends DurableObject<Env> {
     const refused = this.refuseWrite(sub);
     if (refused) return sub.control({ type: "error", ...refused.failure });
     this.links.send({ type: "signal", signal });
+  }
+
+  private clientEof(sub: SocketSubscriber): void {
+    const refused = this.refuseWrite(sub);
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    this.links.send({ type: "eof" });
   }
 
   // ---- State ----

@@ -142,7 +142,7 @@ export class RunnerLinks {
     if (host) this.lastActivity = Date.now();
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
-      if (frame.op === "readChunk") return this.reads.chunk(ws, frame.readId, frame.offset, frame.data);
+      if (frame.op === "readChunk") return this.reads.chunk(ws, frame.readId, frame.offset, frame.data, frame.meta);
       if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
       log.warn("link.frame", { key: this.port.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;

@@ -63,6 +63,7 @@ export class SessionRecord {
         cwd: spec.cwd,
         cols: spec.cols,
         rows: spec.rows,
+        pty: spec.pty !== false,
         pid: null,
         tags: request.tags,
         label: request.label,
