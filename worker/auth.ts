@@ -122,6 +122,12 @@ export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVar
 
 export type Access = "read" | "write" | "owner";
 
+/** Tenant-wide actions (create, list, exec) belong to the API key alone; returns the tenant. */
+export function requireOwner(principal: Principal): string {
+  if (principal.role !== "owner") throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
+  return principal.tenant;
+}
+
 /** Viewers read; writers also write (input, resize, signal); only the owner does the rest. */
 export function allows(principal: Principal, access: Access): boolean {
   if (principal.role === "owner") return true;

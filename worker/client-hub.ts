@@ -6,7 +6,7 @@
 import type { ScreenSnapshot } from "../shared/agent.js";
 import { ApiError, CloseCode, type ErrorCode, type Failure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import { ClientMessage, type ServerMessage, decodeFrame, parseMessage } from "../shared/protocol.js";
+import { ClientMessage, type OutputStream, type ServerMessage, decodeFrame, parseMessage } from "../shared/protocol.js";
 import type { Session, SignalName } from "../shared/session.js";
 import type { Limits } from "./env.js";
 import { refuseSocket, wantsRaw } from "./errors.js";
@@ -177,7 +177,7 @@ export class ClientHub {
   // ---- Output to clients ----
 
   /** Live output at `offset`: to every live subscriber, cutting those too far behind. */
-  fanOut(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
+  fanOut(offset: number, data: Uint8Array, stream: OutputStream, frame: ArrayBuffer | undefined): void {
     const now = Date.now();
     const stallMs = this.port.limits().clientStallMs;
     const end = offset + data.byteLength;
@@ -185,8 +185,8 @@ export class ClientHub {
       if (!sub.live || sub.closed || end <= sub.cursor) continue;
       // A client may hold more than the edge does (it resumed from an offset the edge had not
       // stored before it restarted): it gets only what lies past what it has.
-      if (offset < sub.cursor) sub.deliver(sub.cursor, data.subarray(sub.cursor - offset));
-      else sub.deliver(offset, data, frame);
+      if (offset < sub.cursor) sub.deliver(sub.cursor, data.subarray(sub.cursor - offset), stream);
+      else sub.deliver(offset, data, stream, frame);
       if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
       // A client that skips ahead when it lags is not cut for a pause (only for a slot, cutStalled).
       else if (sub instanceof SocketSubscriber && sub.onLag === "cut" && sub.stalled(now, stallMs)) this.cutSlow(sub);
@@ -284,7 +284,7 @@ export class ClientHub {
       this.flushGap(sub, replay);
       return this.goLive(sub);
     }
-    const deliver = (offset: number, data: Uint8Array) => {
+    const deliver = (offset: number, data: Uint8Array, stream: OutputStream) => {
       if (this.replays.get(sub) !== replay || offset + data.byteLength <= sub.cursor) return;
       if (offset < sub.cursor) {
         data = data.subarray(sub.cursor - offset);
@@ -295,7 +295,7 @@ export class ClientHub {
         replay.announced = true;
         sub.control({ type: "replay", from: offset, to: this.port.offset() });
       }
-      sub.deliver(offset, data);
+      sub.deliver(offset, data, stream);
       // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
       if (sub instanceof SocketSubscriber) sub.persist();
       if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
@@ -303,7 +303,7 @@ export class ClientHub {
     // What was read lately is in the object already: no read for it.
     const cached = this.cache.take(sub.cursor, READ_PIECE_BYTES);
     if (cached.length > 0) {
-      for (const chunk of cached) if (!sub.closed) deliver(chunk.offset, chunk.data);
+      for (const chunk of cached) if (!sub.closed) deliver(chunk.offset, chunk.data, chunk.stream);
       if (!sub.closed) sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
       return;
     }
@@ -313,10 +313,10 @@ export class ClientHub {
       return;
     }
     const id = this.reads.read(sub.cursor, Math.min(end, sub.cursor + READ_PIECE_BYTES), {
-      onChunk: (offset, data) => {
-        this.cache.note(offset, data);
+      onChunk: (offset, data, meta) => {
+        this.cache.note(offset, data, meta.stream);
         if (sub.closed) return this.cancelReplay(sub);
-        deliver(offset, data);
+        deliver(offset, data, meta.stream);
       },
       onGap: (gapFrom, gapTo) => {
         this.cache.forget(gapFrom, gapTo);

@@ -8,6 +8,7 @@ import { apiCors } from "./cors.js";
 import { renderError } from "./errors.js";
 import { SESSION_ID } from "./schemas.js";
 import { eventRoutes } from "./events-routes.js";
+import { execRoutes } from "./exec-routes.js";
 import { sessionRoutes } from "./sessions-routes.js";
 
 export { PtySession } from "./pty-session.js";
@@ -29,6 +30,7 @@ app.get("/healthz", (c) => c.json({ ok: true }));
 
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/events", eventRoutes);
+app.route("/v1/exec", execRoutes);
 
 // Runner sockets: a runner credential or RUNNER_TOKEN opens them; API keys never do. The
 // upgrade reaches the object with headers built from the verified identity, never the caller's.

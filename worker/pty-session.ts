@@ -9,7 +9,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import { PING_TEXT, PONG_TEXT, encodeInput } from "../shared/protocol.js";
+import { type OutputStream, PING_TEXT, PONG_TEXT, encodeInput } from "../shared/protocol.js";
 import {
   type EndReason,
   KILL_GRACE_MS,
@@ -26,7 +26,8 @@ import { type InputAnswer, SessionAgent } from "./session-agent.js";
 import { refuseSocket } from "./errors.js";
 import { LogReads } from "./log-reads.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "./client-hub.js";
-import { type OutputRange, OutputReads } from "./output-reads.js";
+import { type OutputRange, OutputReads, type StreamsRange } from "./output-reads.js";
+import { recordingResponse } from "./recording.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
 import { type CreateRequest, type RecordFields, SessionRecord, type SessionPatch } from "./session-record.js";
 import { type DeadlineName, SessionTimers } from "./session-timers.js";
@@ -108,7 +109,7 @@ export class PtySession extends DurableObject<Env> {
     });
     this.links = new RunnerLinks(ctx, this.reads, this.agent.calls, {
       offset: () => this.record.offset,
-      output: (offset, data, frame) => this.onOutput(offset, data, frame),
+      output: (offset, data, stream, frame) => this.onOutput(offset, data, stream, frame),
       storeOffset: () => {
         this.agent.marks.persist();
         return this.record.storeOffset();
@@ -133,7 +134,7 @@ export class PtySession extends DurableObject<Env> {
       onSignal: (sub, signal) => this.clientSignal(sub, signal),
       onEof: (sub) => this.clientEof(sub),
       clientsChanged: () => this.onClientsChanged(),
-      screen: () => this.agent.screen(),
+      screen: () => this.screen(),
     });
     this.sizes = new SizePolicy(ctx.storage, (id) => this.clients.connected(id));
     this.timers = new SessionTimers(ctx.storage, {
@@ -221,16 +222,18 @@ export class PtySession extends DurableObject<Env> {
    * comes at or after it. With an Idempotency-Key seen in the last 10 minutes, the input is not
    * sent again and the first answer is given (idempotency.ts).
    */
-  input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }): InputAnswer | Failure {
+  input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }, eof = false): InputAnswer | Failure {
     const now = Date.now();
     if (idempotency) {
       const seen = this.agent.idempotency.recall(idempotency.key, idempotency.bodyHash, now);
       if (seen) return "failure" in seen ? seen : seen.answer;
     }
-    const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
+    const refused = this.refuseUnlessRunning() ?? this.refuseStdinClosed() ?? this.refuseWhileInputFull();
     if (refused) return refused;
     const answer: InputAnswer = { bytes: bytes.byteLength, offset: this.record.offset };
-    this.links.sendBytes(encodeInput(bytes));
+    const max = limits(this.env).maxInputBytes;
+    for (let at = 0; at < bytes.byteLength; at += max) this.links.sendBytes(encodeInput(bytes.subarray(at, at + max)));
+    if (eof) this.sendEof();
     this.timers.noteActivity(now);
     if (idempotency) this.agent.idempotency.remember(idempotency.key, idempotency.bodyHash, answer, now);
     return answer;
@@ -244,7 +247,7 @@ export class PtySession extends DurableObject<Env> {
 
   /** `POST .../run`: the host's shell runs `command` (runner/shell-tracker.ts). */
   async run(command: string, timeoutMs: number): Promise<RunResult | Failure> {
-    const refused = this.refuseUnlessRunning() ?? this.refuseWhileInputFull();
+    const refused = this.refuseUnlessRunning() ?? this.refuseUnlessTty() ?? this.refuseWhileInputFull();
     if (refused) return refused;
     this.timers.noteActivity(Date.now());
     return this.agent.run(command, timeoutMs);
@@ -259,11 +262,13 @@ export class PtySession extends DurableObject<Env> {
   /** `GET .../screen`. */
   screen(): Promise<ScreenSnapshot | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
+    const refused = this.refuseUnlessTty();
+    if (refused) return Promise.resolve(refused);
     return this.agent.screen();
   }
 
   async resize(cols: number, rows: number): Promise<Session | Failure> {
-    const refused = this.refuseUnlessRunning();
+    const refused = this.refuseUnlessRunning() ?? this.refuseUnlessTty();
     if (refused) return refused;
     this.applyResize(cols, rows);
     return this.view();
@@ -291,7 +296,9 @@ export class PtySession extends DurableObject<Env> {
     if (!this.record.ended) {
       const why = this.record.ending(reason);
       if (this.links.host()) {
-        this.links.send({ type: "kill", graceMs: KILL_GRACE_MS });
+        // exec's timeout kills at once; everything else gets SIGHUP and a grace.
+        const signal = reason === "timeout" ? this.record.current?.timeoutSignal : undefined;
+        this.links.send(signal ? { type: "kill", graceMs: 0, signal } : { type: "kill", graceMs: KILL_GRACE_MS });
         await this.untilExit(KILL_GRACE_MS + 5000);
       }
       if (!this.record.ended) {
@@ -368,9 +375,15 @@ export class PtySession extends DurableObject<Env> {
   }
 
   /** `GET .../output` (output-reads.ts). */
-  output(from: number | undefined, to: number | undefined): Promise<OutputRange | Failure> {
+  output(from: number | undefined, to: number | undefined, stream?: OutputStream): Promise<OutputRange | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
-    return this.outputReads.read(from, to, limits(this.env).maxOutputReads);
+    return this.outputReads.read(from, to, limits(this.env).maxOutputReads, stream);
+  }
+
+  /** exec's answer: the first `maxBytes` of the output, stdout and stderr apart. */
+  outputStreams(maxBytes: number): Promise<StreamsRange | Failure> {
+    if (!this.record.current) return Promise.resolve(this.notFound());
+    return this.outputReads.readStreams(maxBytes, limits(this.env).maxOutputReads);
   }
 
   // ---- Sockets and streams ----
@@ -386,6 +399,12 @@ export class PtySession extends DurableObject<Env> {
     if (url.pathname.endsWith("/stream")) {
       if (!stored) return Response.json(this.notFound(), { status: 404 });
       return this.clients.openStream(from, request.headers.get("x-ptyb-role") === "owner");
+    }
+    if (url.pathname.endsWith("/recording")) {
+      if (!stored) return Response.json(this.notFound(), { status: 404 });
+      const range = this.outputReads.clamp(parseOffset(url.searchParams.get("from")), parseOffset(url.searchParams.get("to")));
+      const { createdAt, cols, rows } = stored.record;
+      return recordingResponse(this.reads, { from: range.start, to: range.end }, { createdAt: Date.parse(createdAt), cols, rows });
     }
     if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
     return this.clients.acceptSocket(request, from);
@@ -499,9 +518,9 @@ export class PtySession extends DurableObject<Env> {
    * resumes from the stored offset while the runner, which drops only acknowledged output,
    * sends the rest again.
    */
-  private onOutput(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void {
-    this.clients.fanOut(offset, data, frame);
-    this.agent.marks.output(offset, data);
+  private onOutput(offset: number, data: Uint8Array, stream: OutputStream, frame: ArrayBuffer | undefined): void {
+    this.clients.fanOut(offset, data, stream, frame);
+    if (this.record.isTty) this.agent.marks.output(offset, data);
     this.record.advance(offset + data.byteLength);
     this.timers.noteActivity(Date.now());
   }
@@ -552,7 +571,7 @@ export class PtySession extends DurableObject<Env> {
     const refused =
       sub.kind !== "raw" && bytes.byteLength > max
         ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
-        : (this.refuseWrite(sub) ?? this.refuseWhileInputFull());
+        : (this.refuseWrite(sub) ?? this.refuseStdinClosed() ?? this.refuseWhileInputFull());
     // A raw client hears no error message: input it cannot deliver ends its socket instead.
     if (refused && sub.kind === "raw" && refused.failure.code === "QUOTA_EXCEEDED") {
       return sub.close(1013, "input refused: the process is not reading its input");
@@ -561,7 +580,7 @@ export class PtySession extends DurableObject<Env> {
     // The size follows whoever typed last: this client's window, if it differs, applies first.
     const wanted = this.sizes.typed(sub);
     const record = this.record.current?.record;
-    if (wanted && record && (wanted.cols !== record.cols || wanted.rows !== record.rows)) {
+    if (wanted && record && this.record.isTty && (wanted.cols !== record.cols || wanted.rows !== record.rows)) {
       this.applyResize(wanted.cols, wanted.rows);
     }
     for (let at = 0; at < bytes.byteLength; at += max) this.links.sendBytes(encodeInput(bytes.subarray(at, at + max)));
@@ -574,7 +593,7 @@ export class PtySession extends DurableObject<Env> {
    * to it alone, with the size the session keeps. A viewer's is refused.
    */
   private clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
-    const refused = this.refuseWrite(sub);
+    const refused = this.refuseWrite(sub) ?? this.refuseUnlessTty();
     if (refused) return sub.control({ type: "error", ...refused.failure });
     if (this.sizes.requested(sub, { cols, rows })) return this.applyResize(cols, rows);
     const record = this.record.current?.record;
@@ -588,9 +607,15 @@ export class PtySession extends DurableObject<Env> {
   }
 
   private clientEof(sub: SocketSubscriber): void {
-    const refused = this.refuseWrite(sub);
+    const refused = this.refuseWrite(sub) ?? this.refuseStdinClosed();
     if (refused) return sub.control({ type: "error", ...refused.failure });
+    this.sendEof();
+  }
+
+  /** Closes the process's stdin after the input sent before (a terminal gets Ctrl+D instead). */
+  private sendEof(): void {
     this.links.send({ type: "eof" });
+    if (!this.record.isTty) this.record.closeStdin();
   }
 
   // ---- State ----
@@ -644,6 +669,17 @@ export class PtySession extends DurableObject<Env> {
     return fail("QUOTA_EXCEEDED", "the process is not reading its input; try again when it has taken it", 1);
   }
 
+  /** `pty: false`: after eof there is no stdin to write to. */
+  private refuseStdinClosed(): Failure | undefined {
+    if (this.record.isTty || !this.record.stdinClosed) return undefined;
+    return fail("CONFLICT", "stdin is closed: eof was sent");
+  }
+
+  /** Sizes, screens and shells belong to a terminal; a `pty: false` session has none. */
+  private refuseUnlessTty(): Failure | undefined {
+    return this.record.isTty ? undefined : fail("NOT_A_TTY", "this session has no terminal (pty: false)");
+  }
+
   private refuseUnlessRunning(): Failure | undefined {
     const status = this.record.current?.record.status;
     if (!status) return this.notFound();
@@ -666,6 +702,10 @@ export class PtySession extends DurableObject<Env> {
 }
 
 /** The start a route passed in `x-ptyb-from`: digits, `live`, or nothing for everything retained. */
+function parseOffset(value: string | null): number | undefined {
+  return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
+}
+
 function parseStart(value: string | null): StartFrom {
   if (value === "live" || value === "screen") return value;
   if (value !== null && /^\d{1,15}$/.test(value)) return Number(value);

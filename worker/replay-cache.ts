@@ -6,9 +6,12 @@
 /** Bytes kept: a replay's first piece or two. */
 const MAX_BYTES = 4 << 20;
 
+import type { OutputStream } from "../shared/protocol.js";
+
 interface Chunk {
   offset: number;
   data: Uint8Array;
+  stream: OutputStream;
 }
 
 export class ReplayCache {
@@ -30,13 +33,13 @@ export class ReplayCache {
    * chunk before the run starts a new one (replays mostly start at the log's beginning, so the
    * earliest run is the one the next clients want); any other chunk is not kept.
    */
-  note(offset: number, data: Uint8Array): void {
+  note(offset: number, data: Uint8Array, stream: OutputStream = "stdout"): void {
     if (data.byteLength === 0) return;
     const empty = this.chunks.length === 0;
     if (!empty && offset < this.from && offset + data.byteLength <= this.from) this.clear();
     else if (!empty && offset !== this.to) return;
     if (this.bytes + data.byteLength > MAX_BYTES) return;
-    this.chunks.push({ offset, data });
+    this.chunks.push({ offset, data, stream });
     this.bytes += data.byteLength;
   }
 
@@ -49,7 +52,7 @@ export class ReplayCache {
       const end = chunk.offset + chunk.data.byteLength;
       if (end <= from) continue;
       const data = chunk.offset < from ? chunk.data.subarray(from - chunk.offset) : chunk.data;
-      taken.push({ offset: Math.max(chunk.offset, from), data });
+      taken.push({ offset: Math.max(chunk.offset, from), data, stream: chunk.stream });
       size += data.byteLength;
       if (size >= maxBytes) break;
     }

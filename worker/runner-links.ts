@@ -10,6 +10,7 @@ import {
   PING_TEXT,
   PONG_TEXT,
   MAX_LINK_MESSAGE_BYTES,
+  type OutputStream,
   RunnerLinkMessage,
   decodeFrame,
   parseMessage,
@@ -143,7 +144,9 @@ export class RunnerLinks {
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
       if (frame.op === "readChunk") return this.reads.chunk(ws, frame.readId, frame.offset, frame.data, frame.meta);
-      if (frame.op === "output" && host) return this.onOutput(ws, frame.offset, frame.data, message);
+      if ((frame.op === "output" || frame.op === "stderr") && host) {
+        return this.onOutput(ws, frame.offset, frame.data, frame.op === "stderr" ? "stderr" : "stdout", message);
+      }
       log.warn("link.frame", { key: this.port.keyForLog(), outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;
     }
@@ -176,7 +179,7 @@ export class RunnerLinks {
   }
 
   /** Output from the host: never past a hole; what the edge has already is dropped. */
-  private onOutput(link: WebSocket, offset: number, data: Uint8Array, frame: ArrayBuffer): void {
+  private onOutput(link: WebSocket, offset: number, data: Uint8Array, stream: OutputStream, frame: ArrayBuffer): void {
     const current = this.port.offset();
     const end = offset + data.byteLength;
     if (end <= current) {
@@ -191,8 +194,8 @@ export class RunnerLinks {
       closeQuietly(link, CloseCode.Resync, "output skipped ahead: reconnect and resume");
       return;
     }
-    if (offset < current) this.port.output(current, data.subarray(current - offset), undefined);
-    else this.port.output(offset, data, frame);
+    if (offset < current) this.port.output(current, data.subarray(current - offset), stream, undefined);
+    else this.port.output(offset, data, stream, frame);
     this.ackSoon();
   }
 
@@ -241,7 +244,7 @@ export interface LinkPort {
   /** Offset of the next output byte the edge expects. */
   offset(): number;
   /** Output at `offset` (exactly where the edge stands): fan it out and move the offset on. */
-  output(offset: number, data: Uint8Array, frame: ArrayBuffer | undefined): void;
+  output(offset: number, data: Uint8Array, stream: OutputStream, frame: ArrayBuffer | undefined): void;
   /** Writes the current offset to storage (made durable by the sync that follows); returns it. */
   storeOffset(): number;
   /** Status and log news from the host, other than input state (handled here). */

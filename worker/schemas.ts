@@ -29,8 +29,9 @@ const timerSeconds = z
   .max(30 * 24 * 3600);
 const tags = z.array(z.string().min(1).max(128)).max(32);
 
-export const CreateSessionBody = z.strictObject({
-  command: z.string().min(1).max(4096).optional(),
+/** What a process is started with: shared by `POST /v1/sessions` and `POST /v1/exec`. */
+const processFields = {
+  command: z.string().min(1).max(4096),
   args: z.array(z.string().max(65536)).max(1024).optional(),
   cwd: z
     .string()
@@ -48,15 +49,28 @@ export const CreateSessionBody = z.strictObject({
     )
     .refine((env) => Object.keys(env).length <= 256, "at most 256 env variables")
     .optional(),
-  cols: dimension.optional(),
-  rows: dimension.optional(),
-  id: z.string().regex(SESSION_ID, "id is 1 to 64 of A-Z a-z 0-9 _ -").optional(),
-  tags: tags.optional(),
-  label: z.string().max(256).optional(),
-  timeoutSec: timerSeconds.optional(),
-  idleTimeoutSec: timerSeconds.optional(),
-  detachedTimeoutSec: timerSeconds.optional(),
-});
+};
+
+export const CreateSessionBody = z
+  .strictObject({
+    ...processFields,
+    command: processFields.command.optional(),
+    cols: dimension.optional(),
+    rows: dimension.optional(),
+    /** false: pipes instead of a terminal (DESIGN §11) */
+    pty: z.boolean().optional(),
+    id: z.string().regex(SESSION_ID, "id is 1 to 64 of A-Z a-z 0-9 _ -").optional(),
+    tags: tags.optional(),
+    label: z.string().max(256).optional(),
+    timeoutSec: timerSeconds.optional(),
+    idleTimeoutSec: timerSeconds.optional(),
+    detachedTimeoutSec: timerSeconds.optional(),
+  })
+  // A size means nothing without a terminal: refused rather than silently ignored.
+  .refine((body) => body.pty !== false || (body.cols === undefined && body.rows === undefined), {
+    message: "cols and rows size a terminal; a session with pty: false has none",
+    path: ["pty"],
+  });
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 
 export const PatchSessionBody = z
@@ -85,6 +99,8 @@ export const EventsQuery = z.object({
 export const InputBody = z.strictObject({
   data: z.string(),
   encoding: z.enum(["utf8", "base64"]).default("utf8"),
+  /** close the process's stdin after `data` (a terminal gets Ctrl+D) */
+  eof: z.boolean().default(false),
 });
 
 export const ResizeBody = z.strictObject({ cols: dimension, rows: dimension });
@@ -110,7 +126,32 @@ export const ConnectQuery = z.object({
 
 const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of bytes").transform(Number);
 
-export const OutputQuery = z.object({ from: offset.optional(), to: offset.optional() });
+export const OutputQuery = z.object({
+  from: offset.optional(),
+  to: offset.optional(),
+  /** only this stream's bytes of the range (`pty: false`; a terminal's output is stdout) */
+  stream: z.enum(["stdout", "stderr"]).optional(),
+});
+
+export const RecordingQuery = z.object({ from: offset.optional(), to: offset.optional() });
+
+/** Most stdin one exec takes (written to the process in MAX_INPUT_BYTES pieces). */
+export const MAX_EXEC_STDIN_BYTES = 1 << 20;
+/** Most output one exec answer carries. */
+export const MAX_EXEC_OUTPUT_BYTES = 8 << 20;
+
+export const ExecBody = z.strictObject({
+  ...processFields,
+  /** written to the process, then its stdin is closed (UTF-8 text) */
+  stdin: z.string().optional(),
+  timeoutSec: z.number().int().min(1).max(3600).default(60),
+  maxOutputBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_EXEC_OUTPUT_BYTES)
+    .default(1 << 20),
+});
 
 export const StreamQuery = z.object({
   from: z.union([z.literal("screen"), z.string().regex(/^\d{1,15}$/, "from is an offset or screen")]).optional(),

@@ -47,10 +47,11 @@ export class SessionRecord {
 
   /** A new session, `starting`, with fresh link credentials and a new incarnation. */
   begin(request: CreateRequest, now: number): Stored {
-    const { tenant, id, spec, timers } = request;
+    const { tenant, id, spec, timers, timeoutSignal } = request;
     this.stored = {
       tenant,
       spec,
+      ...(timeoutSignal ? { timeoutSignal } : {}),
       runnerId: null,
       incarnation: crypto.randomUUID(),
       linkToken: randomToken(),
@@ -174,11 +175,27 @@ export class SessionRecord {
     this.save();
   }
 
+  /** Whether the process has a terminal (records from before `pty: false` all do). */
+  get isTty(): boolean {
+    return this.stored?.record.pty !== false;
+  }
+
+  /** `pty: false`: stdin was closed by an eof. */
+  get stdinClosed(): boolean {
+    return this.stored?.stdinClosed === true;
+  }
+
+  closeStdin(): void {
+    if (!this.stored || this.stored.stdinClosed) return;
+    this.stored.stdinClosed = true;
+    this.save();
+  }
+
   /** The public Session, with the live values its owner knows (`clients`). */
   view(clients: number): Session {
     const stored = this.stored;
     if (!stored) throw new Error("no session");
-    return { ...stored.record, offset: this.offsetNow, retainedFrom: this.retainedFromNow, clients };
+    return { ...stored.record, pty: stored.record.pty !== false, offset: this.offsetNow, retainedFrom: this.retainedFromNow, clients };
   }
 
   exitMessage(): ServerMessage {
@@ -230,6 +247,8 @@ export interface CreateRequest {
   label: string | null;
   spec: SpawnSpec;
   timers: TimerSettings;
+  /** What a `timeoutSec` that passes sends first: SIGHUP when absent, SIGKILL for exec. */
+  timeoutSignal?: "SIGKILL";
 }
 
 /** PATCH: the timers (seconds, 0 = off), label and tags. */
@@ -255,4 +274,8 @@ export interface Stored {
   readerToken: string;
   /** Why the session is being ended (DELETE or a timer), until the runner confirms the exit. */
   ending?: EndReason;
+  /** What a `timeoutSec` that passes sends first (exec: SIGKILL); SIGHUP when absent. */
+  timeoutSignal?: "SIGKILL";
+  /** `pty: false`: stdin has been closed (eof); input after it is refused. */
+  stdinClosed?: boolean;
 }

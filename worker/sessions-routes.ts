@@ -4,11 +4,11 @@ import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { base64ToBytes } from "../shared/base64.js";
 import { ApiError, type Failure, unwrap } from "../shared/errors.js";
-import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS } from "../shared/session.js";
-import { type Access, type AuthVariables, allows, authenticate } from "./auth.js";
+import { type Access, type AuthVariables, allows, authenticate, requireOwner } from "./auth.js";
 import { mintToken } from "./tokens.js";
 import { wantsRaw } from "./errors.js";
 import { type Env, limits, sessionStub, tenantStub } from "./env.js";
+import { createSession } from "./session-create.js";
 import type { OutputRange } from "./output-reads.js";
 import type { ScreenSnapshot } from "../shared/agent.js";
 import { ExpectMatcher } from "../shared/terminal-text.js";
@@ -23,6 +23,7 @@ import {
   ListQuery,
   OutputQuery,
   PatchSessionBody,
+  RecordingQuery,
   ResizeBody,
   RunBody,
   ScreenQuery,
@@ -32,7 +33,7 @@ import {
   TokenBody,
   WaitQuery,
 } from "./schemas.js";
-import { validate } from "./validate.js";
+import { jsonBodies, validate } from "./validate.js";
 
 type App = { Bindings: Env; Variables: AuthVariables };
 
@@ -62,13 +63,6 @@ async function session(c: Ctx, rawId: string, access: Access) {
   return { id, stub };
 }
 
-/** Tenant-wide actions (create, list) belong to the API key alone. */
-function requireOwner(c: Ctx): string {
-  const principal = c.get("principal");
-  if (principal.role !== "owner") throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
-  return principal.tenant;
-}
-
 function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
   if (encoding === "utf8") return new TextEncoder().encode(data);
   const bytes = base64ToBytes(data);
@@ -80,15 +74,7 @@ export const sessionRoutes = new Hono<App>();
 
 sessionRoutes.use("*", authenticate);
 
-// A body sent as anything but JSON would otherwise be read as `{}` and silently ignored.
-sessionRoutes.use("*", async (c, next) => {
-  const hasBody = c.req.header("content-length") !== undefined && c.req.header("content-length") !== "0";
-  const type = c.req.header("content-type") ?? "";
-  if ((hasBody || c.req.header("transfer-encoding")) && !/^application\/json\b/i.test(type)) {
-    throw new ApiError("INVALID_REQUEST", "send the body as JSON with Content-Type: application/json");
-  }
-  await next();
-});
+sessionRoutes.use("*", jsonBodies);
 
 // JSON bodies are small; input is the largest (base64 or escaped text of MAX_INPUT_BYTES).
 sessionRoutes.use("*", async (c, next) =>
@@ -101,71 +87,15 @@ sessionRoutes.use("*", async (c, next) =>
 );
 
 sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
-  const body = c.req.valid("json");
-  const tenant = requireOwner(c);
-  const lim = limits(c.env);
-  const id = body.id ?? crypto.randomUUID();
-  const createdAt = new Date().toISOString();
-  const tags = body.tags ?? [];
-
-  const tenantIndex = tenantStub(c.env, tenant);
-  unwrap(
-    await tenantIndex.reserve({
-      tenant,
-      id,
-      createdAt,
-      tags,
-      maxActive: lim.maxSessionsPerTenant,
-      maxPerMinute: lim.maxCreatesPerMinute,
-    }),
-  );
-  const stub = sessionStub(c.env, tenant, id);
-  let result: Awaited<ReturnType<typeof stub.create>>;
-  try {
-    result = await stub.create({
-      tenant,
-      id,
-      createdAt,
-      tags,
-      label: body.label ?? null,
-      spec: {
-        command: body.command ?? DEFAULT_COMMAND,
-        args: body.args ?? (body.command ? [] : DEFAULT_ARGS),
-        cwd: body.cwd ?? null,
-        env: body.env ?? {},
-        cols: body.cols ?? DEFAULT_COLS,
-        rows: body.rows ?? DEFAULT_ROWS,
-      },
-      timers: {
-        timeoutSec: body.timeoutSec ?? lim.timeoutSec,
-        idleTimeoutSec: body.idleTimeoutSec ?? lim.idleTimeoutSec,
-        detachedTimeoutSec: body.detachedTimeoutSec ?? lim.detachedTimeoutSec,
-      },
-    });
-  } catch (error) {
-    // The object failed mid-create (a restart, say): unless it holds the session, the index
-    // row must not stay behind holding the id and a quota slot.
-    if (await missing(stub)) await tenantIndex.forget(id, null);
-    throw error;
-  }
-  if ("failure" in result) await tenantIndex.forget(id, null);
-  return c.json(unwrap(result), 201);
+  const { timeoutSec, idleTimeoutSec, detachedTimeoutSec, ...body } = c.req.valid("json");
+  const tenant = requireOwner(c.get("principal"));
+  return c.json(await createSession(c.env, tenant, { ...body, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } }), 201);
 });
-
-/** Whether the session object holds no session (a failed lookup counts as "don't know": false). */
-async function missing(stub: ReturnType<typeof sessionStub>): Promise<boolean> {
-  try {
-    const found = await stub.get();
-    return "failure" in found && found.failure.code === "NOT_FOUND";
-  } catch {
-    return false;
-  }
-}
 
 // Served from the tenant's index: one call, whatever the number of sessions.
 sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
   const { status, tag, limit, cursor } = c.req.valid("query");
-  const tenant = requireOwner(c);
+  const tenant = requireOwner(c.get("principal"));
   return c.json(await tenantStub(c.env, tenant).list({ status: status ?? null, tag: tag ?? null, limit, after: cursor ?? null }));
 });
 
@@ -181,7 +111,7 @@ sessionRoutes.patch("/:id", validate("json", PatchSessionBody), async (c) => {
 });
 
 sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
-  const { data, encoding } = c.req.valid("json");
+  const { data, encoding, eof } = c.req.valid("json");
   const bytes = decodeInput(data, encoding);
   const max = limits(c.env).maxInputBytes;
   if (bytes.byteLength > max) {
@@ -192,8 +122,8 @@ sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
     throw new ApiError("INVALID_REQUEST", "Idempotency-Key is 1 to 128 visible ASCII characters");
   }
   const { stub } = await session(c, c.req.param("id"), "write");
-  const idempotency = key === undefined ? undefined : { key, bodyHash: await sha256Hex(bytes) };
-  return c.json(unwrap(await stub.input(bytes, idempotency)), 202);
+  const idempotency = key === undefined ? undefined : { key, bodyHash: (await sha256Hex(bytes)) + (eof ? ":eof" : "") };
+  return c.json(unwrap(await stub.input(bytes, idempotency, eof)), 202);
 });
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
@@ -263,11 +193,11 @@ sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
 });
 
 sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {
-  const { from, to } = c.req.valid("query");
+  const { from, to, stream } = c.req.valid("query");
   if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
   const { stub } = await session(c, c.req.param("id"), "read");
   // RPC typing wraps results as Disposable; the value is the object's own OutputRange or Failure.
-  const range = unwrap((await stub.output(from, to)) as OutputRange | Failure);
+  const range = unwrap((await stub.output(from, to, stream)) as OutputRange | Failure);
   return c.body(range.bytes, 200, {
     "content-type": "application/octet-stream",
     "x-offset-from": String(range.from),
@@ -288,6 +218,19 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
   headers.set("x-ptyb-role", c.get("principal").role);
   const res = await stub.fetch(new Request("https://session/stream", { headers }));
   if (!res.ok) throw new ApiError(res.status === 404 ? "NOT_FOUND" : "QUOTA_EXCEEDED", "cannot stream this session");
+  return res;
+});
+
+// asciicast v2 of the retained output (DESIGN §11), streamed by the session's object.
+sessionRoutes.get("/:id/recording", validate("query", RecordingQuery), async (c) => {
+  const { from, to } = c.req.valid("query");
+  if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  const url = new URL("https://session/recording");
+  if (from !== undefined) url.searchParams.set("from", String(from));
+  if (to !== undefined) url.searchParams.set("to", String(to));
+  const res = await stub.fetch(new Request(url));
+  if (res.status === 404) throw new ApiError("NOT_FOUND", "session not found");
   return res;
 });
 

@@ -3,7 +3,7 @@
 // object drives them through this one interface.
 import { bytesToBase64 } from "../shared/base64.js";
 import type { ScreenSnapshot } from "../shared/agent.js";
-import { type ServerMessage, encodeOutput, encodeScreen } from "../shared/protocol.js";
+import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } from "../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "./sockets.js";
 import { SseBody } from "./sse-body.js";
 
@@ -20,8 +20,8 @@ export interface Subscriber {
   /** Replay is over: live output goes to it as it arrives. */
   live: boolean;
   closed: boolean;
-  /** Output bytes at `offset`; `frame` is the same bytes already framed, when at hand. */
-  deliver(offset: number, data: Uint8Array, frame?: ArrayBuffer): void;
+  /** Output bytes at `offset` from `stream`; `frame` is the same bytes already framed, when at hand. */
+  deliver(offset: number, data: Uint8Array, stream: OutputStream, frame?: ArrayBuffer): void;
   control(message: ServerMessage): void;
   /** The screen as it is at `snapshot.offset` (from=screen, onLag=screen); output continues there. */
   screen(snapshot: ScreenSnapshot): void;
@@ -88,8 +88,9 @@ export class SocketSubscriber implements Subscriber {
     this.acked = cursor;
   }
 
-  deliver(offset: number, data: Uint8Array, frame?: ArrayBuffer): void {
-    if (this.kind === "framed") sendQuietly(this.ws, frame ?? encodeOutput(offset, data));
+  deliver(offset: number, data: Uint8Array, stream: OutputStream, frame?: ArrayBuffer): void {
+    // Framed: 0x01 for stdout (or the terminal), 0x03 for stderr; raw: both as they come.
+    if (this.kind === "framed") sendQuietly(this.ws, frame ?? encodeOutput(offset, data, stream));
     else {
       sendQuietly(this.ws, data);
       this.sentSinceHeard += data.byteLength;
@@ -183,8 +184,8 @@ export class SocketSubscriber implements Subscriber {
 }
 
 /**
- * A Server-Sent Events stream: `event: data` with `id: <offset after the chunk>` and base64
- * bytes, `event: gap`, `event: exit` (then the stream ends). Its lag is what the response
+ * A Server-Sent Events stream: `event: data` (or `event: stderr`) with `id: <offset after the
+ * chunk>` and base64 bytes, `event: gap`, `event: exit` (then the stream ends). Its lag is what the response
  * stream holds unread; past the bound the stream ends and the client resumes by Last-Event-ID.
  */
 export class StreamSubscriber implements Subscriber {
@@ -219,9 +220,10 @@ export class StreamSubscriber implements Subscriber {
     return this.sse.response();
   }
 
-  deliver(offset: number, data: Uint8Array): void {
+  deliver(offset: number, data: Uint8Array, stream: OutputStream): void {
     const end = offset + data.byteLength;
-    this.sse.write(`event: data\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
+    const event = stream === "stderr" ? "stderr" : "data";
+    this.sse.write(`event: ${event}\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
     this.cursor = end;
   }
 
