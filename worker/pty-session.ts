@@ -4,12 +4,15 @@
 // the offset), RunnerLinks (runner-links.ts: the host and reader links, their
 // tokens, acks and input state), ClientHub (client-hub.ts: clients, their replays and bounds),
 // SessionTimers (session-timers.ts: the deadlines and the alarm), TenantReports
-// (tenant-reports.ts: the tenant's index and events), OutputReads (output-reads.ts:
-// `GET .../output`) and LogReads (log-reads.ts: reads of the output log through a runner).
+// (tenant-reports.ts: the tenant's index and events), SessionInput (session-input.ts: input,
+// eof, signals and resizes, and who may send them), SessionAgent (session-agent.ts: expect,
+// run, commands, screen), OutputReads (output-reads.ts: `GET .../output` and exec's answer),
+// LogReads (log-reads.ts: reads of the output log through a runner) and recordings
+// (recording.ts).
 import { DurableObject } from "cloudflare:workers";
 import { ApiError, CloseCode, type Failure, fail, isFailure } from "../shared/errors.js";
 import { log } from "../shared/log.js";
-import { type OutputStream, PING_TEXT, PONG_TEXT, encodeInput } from "../shared/protocol.js";
+import { type OutputStream, PING_TEXT, PONG_TEXT } from "../shared/protocol.js";
 import {
   type EndReason,
   KILL_GRACE_MS,
@@ -31,9 +34,9 @@ import { recordingResponse } from "./recording.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
 import { type CreateRequest, type RecordFields, SessionRecord, type SessionPatch } from "./session-record.js";
 import { type DeadlineName, SessionTimers } from "./session-timers.js";
+import { SessionInput } from "./session-input.js";
 import { SizePolicy } from "./size-policy.js";
 import { closeQuietly } from "./sockets.js";
-import type { SocketSubscriber } from "./subscribers.js";
 import { TenantReports } from "./tenant-reports.js";
 
 export type { CreateRequest, SessionPatch } from "./session-record.js";
@@ -43,13 +46,6 @@ type StartOutcome = "started" | "failed" | "timeout";
 /** A retention purge that could not reach a runner or the tenant tries again this much later, this many times. */
 const PURGE_RETRY_MS = 60_000;
 const PURGE_TRIES = 10;
-
-/**
- * The largest raw input frame (a paste) the edge takes, written to the process in pieces of
- * MAX_INPUT_BYTES. workerd's own WebSocket message limit is larger; a frame beyond this closes
- * the raw client's socket with 1009 ("message too big") and says so in the reason.
- */
-export const MAX_RAW_INPUT_FRAME_BYTES = 1 << 20;
 
 /** A host link silent (no heartbeat, no frame) this long is taken for dead when its runner's control socket is too. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
@@ -75,7 +71,8 @@ export class PtySession extends DurableObject<Env> {
   private readonly outputReads: OutputReads;
   private readonly timers: SessionTimers;
   private readonly reports: TenantReports;
-  private readonly sizes: SizePolicy;
+  /** What goes into the process, and who may send it (session-input.ts). */
+  private readonly inputs: SessionInput;
   private readonly agent: SessionAgent;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -129,14 +126,33 @@ export class PtySession extends DurableObject<Env> {
       view: () => this.view(),
       limits: () => limits(this.env),
       keyForLog: () => this.keyForLog(),
-      onInput: (sub, bytes) => this.clientInput(sub, bytes),
-      onResize: (sub, cols, rows) => this.clientResize(sub, cols, rows),
-      onSignal: (sub, signal) => this.clientSignal(sub, signal),
-      onEof: (sub) => this.clientEof(sub),
+      onInput: (sub, bytes) => this.inputs.fromClient(sub, bytes),
+      onResize: (sub, cols, rows) => this.inputs.clientResize(sub, cols, rows),
+      onSignal: (sub, signal) => this.inputs.clientSignal(sub, signal),
+      onEof: (sub) => this.inputs.clientEof(sub),
       clientsChanged: () => this.onClientsChanged(),
       screen: () => this.screen(),
     });
-    this.sizes = new SizePolicy(ctx.storage, (id) => this.clients.connected(id));
+    this.inputs = new SessionInput(
+      {
+        status: () => this.record.current?.record.status,
+        isTty: () => this.record.isTty,
+        stdinClosed: () => this.record.stdinClosed,
+        closeStdin: () => this.record.closeStdin(),
+        size: () => this.record.current?.record,
+        offset: () => this.record.offset,
+        hasHost: () => this.links.host() !== undefined,
+        inputRefused: () => this.links.inputRefused,
+        sendBytes: (frame) => this.links.sendBytes(frame),
+        send: (message) => this.links.send(message),
+        applyResize: (cols, rows) => this.applyResize(cols, rows),
+        noteActivity: (now) => this.timers.noteActivity(now),
+        maxInputBytes: () => limits(this.env).maxInputBytes,
+        keyForLog: () => this.keyForLog(),
+      },
+      new SizePolicy(ctx.storage, (id) => this.clients.connected(id)),
+      this.agent.idempotency,
+    );
     this.timers = new SessionTimers(ctx.storage, {
       fire: (name) => this.onDeadline(name),
       clients: () => this.clients.count(),
@@ -217,26 +233,9 @@ export class PtySession extends DurableObject<Env> {
     return this.record.current?.incarnation ?? null;
   }
 
-  /**
-   * REST input. `offset` is where the output stood when the input was taken: whatever it causes
-   * comes at or after it. With an Idempotency-Key seen in the last 10 minutes, the input is not
-   * sent again and the first answer is given (idempotency.ts).
-   */
+  /** REST input, with Idempotency-Key and eof (session-input.ts). */
   input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }, eof = false): InputAnswer | Failure {
-    const now = Date.now();
-    if (idempotency) {
-      const seen = this.agent.idempotency.recall(idempotency.key, idempotency.bodyHash, now);
-      if (seen) return "failure" in seen ? seen : seen.answer;
-    }
-    const refused = this.refuseUnlessRunning() ?? this.refuseStdinClosed() ?? this.refuseWhileInputFull();
-    if (refused) return refused;
-    const answer: InputAnswer = { bytes: bytes.byteLength, offset: this.record.offset };
-    const max = limits(this.env).maxInputBytes;
-    for (let at = 0; at < bytes.byteLength; at += max) this.links.sendBytes(encodeInput(bytes.subarray(at, at + max)));
-    if (eof) this.sendEof();
-    this.timers.noteActivity(now);
-    if (idempotency) this.agent.idempotency.remember(idempotency.key, idempotency.bodyHash, answer, now);
-    return answer;
+    return this.inputs.rest(bytes, idempotency, eof);
   }
 
   /** `POST .../expect` (expect-watch.ts): answers when the output from `from` matches, or not. */
@@ -247,7 +246,7 @@ export class PtySession extends DurableObject<Env> {
 
   /** `POST .../run`: the host's shell runs `command` (runner/shell-tracker.ts). */
   async run(command: string, timeoutMs: number): Promise<RunResult | Failure> {
-    const refused = this.refuseUnlessRunning() ?? this.refuseUnlessTty() ?? this.refuseWhileInputFull();
+    const refused = this.inputs.refuseUnlessRunning() ?? this.inputs.refuseUnlessTty() ?? this.inputs.refuseWhileFull();
     if (refused) return refused;
     this.timers.noteActivity(Date.now());
     return this.agent.run(command, timeoutMs);
@@ -262,23 +261,17 @@ export class PtySession extends DurableObject<Env> {
   /** `GET .../screen`. */
   screen(): Promise<ScreenSnapshot | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
-    const refused = this.refuseUnlessTty();
+    const refused = this.inputs.refuseUnlessTty();
     if (refused) return Promise.resolve(refused);
     return this.agent.screen();
   }
 
   async resize(cols: number, rows: number): Promise<Session | Failure> {
-    const refused = this.refuseUnlessRunning() ?? this.refuseUnlessTty();
-    if (refused) return refused;
-    this.applyResize(cols, rows);
-    return this.view();
+    return this.inputs.resize(cols, rows) ?? this.view();
   }
 
   signal(signal: SignalName): { signal: string } | Failure {
-    const refused = this.refuseUnlessRunning();
-    if (refused) return refused;
-    this.links.send({ type: "signal", signal });
-    return { signal };
+    return this.inputs.signal(signal) ?? { signal };
   }
 
   async wait(timeoutMs: number): Promise<Session | Failure> {
@@ -554,70 +547,6 @@ export class PtySession extends DurableObject<Env> {
     return !isFailure(sent);
   }
 
-  // ---- Client requests (from the hub) ----
-
-  /**
-   * Input from a client socket: checked per frame against its role, the size and the runner's
-   * input bound. A framed client's frame is at most MAX_INPUT_BYTES (else PAYLOAD_TOO_LARGE); a
-   * raw client's (a paste, which it cannot split or hear refused) is written in pieces of at
-   * most MAX_INPUT_BYTES, up to MAX_RAW_INPUT_FRAME_BYTES; beyond, the socket is closed with 1009.
-   */
-  private clientInput(sub: SocketSubscriber, bytes: Uint8Array): void {
-    const max = limits(this.env).maxInputBytes;
-    if (sub.kind === "raw" && bytes.byteLength > MAX_RAW_INPUT_FRAME_BYTES) {
-      log.warn("client.input", { key: this.keyForLog(), outcome: "raw_frame_too_large", bytes: bytes.byteLength });
-      return sub.close(1009, `input frame is ${bytes.byteLength} bytes; at most ${MAX_RAW_INPUT_FRAME_BYTES}`);
-    }
-    const refused =
-      sub.kind !== "raw" && bytes.byteLength > max
-        ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
-        : (this.refuseWrite(sub) ?? this.refuseStdinClosed() ?? this.refuseWhileInputFull());
-    // A raw client hears no error message: input it cannot deliver ends its socket instead.
-    if (refused && sub.kind === "raw" && refused.failure.code === "QUOTA_EXCEEDED") {
-      return sub.close(1013, "input refused: the process is not reading its input");
-    }
-    if (refused) return sub.control({ type: "error", ...refused.failure });
-    // The size follows whoever typed last: this client's window, if it differs, applies first.
-    const wanted = this.sizes.typed(sub);
-    const record = this.record.current?.record;
-    if (wanted && record && this.record.isTty && (wanted.cols !== record.cols || wanted.rows !== record.rows)) {
-      this.applyResize(wanted.cols, wanted.rows);
-    }
-    for (let at = 0; at < bytes.byteLength; at += max) this.links.sendBytes(encodeInput(bytes.subarray(at, at + max)));
-    this.timers.noteActivity(Date.now());
-  }
-
-  /**
-   * A client's `resize` (size-policy.ts): applied when it comes from the client that typed last
-   * (or nobody connected has typed), else remembered for when that client types, and answered,
-   * to it alone, with the size the session keeps. A viewer's is refused.
-   */
-  private clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
-    const refused = this.refuseWrite(sub) ?? this.refuseUnlessTty();
-    if (refused) return sub.control({ type: "error", ...refused.failure });
-    if (this.sizes.requested(sub, { cols, rows })) return this.applyResize(cols, rows);
-    const record = this.record.current?.record;
-    if (record) sub.control({ type: "resize", cols: record.cols, rows: record.rows });
-  }
-
-  private clientSignal(sub: SocketSubscriber, signal: SignalName): void {
-    const refused = this.refuseWrite(sub);
-    if (refused) return sub.control({ type: "error", ...refused.failure });
-    this.links.send({ type: "signal", signal });
-  }
-
-  private clientEof(sub: SocketSubscriber): void {
-    const refused = this.refuseWrite(sub) ?? this.refuseStdinClosed();
-    if (refused) return sub.control({ type: "error", ...refused.failure });
-    this.sendEof();
-  }
-
-  /** Closes the process's stdin after the input sent before (a terminal gets Ctrl+D instead). */
-  private sendEof(): void {
-    this.links.send({ type: "eof" });
-    if (!this.record.isTty) this.record.closeStdin();
-  }
-
   // ---- State ----
 
   private applyResize(cols: number, rows: number): void {
@@ -657,37 +586,6 @@ export class PtySession extends DurableObject<Env> {
     });
   }
 
-  /** Input, resize and signal from a client: checked per message, not per connection. */
-  private refuseWrite(sub: SocketSubscriber): Failure | undefined {
-    if (sub.readOnly) return fail("FORBIDDEN", "a viewer may not send input, resize or signal");
-    return this.refuseUnlessRunning();
-  }
-
-  /** The process has not taken the input it has (the runner's bound): refuse more for now. */
-  private refuseWhileInputFull(): Failure | undefined {
-    if (!this.links.inputRefused) return undefined;
-    return fail("QUOTA_EXCEEDED", "the process is not reading its input; try again when it has taken it", 1);
-  }
-
-  /** `pty: false`: after eof there is no stdin to write to. */
-  private refuseStdinClosed(): Failure | undefined {
-    if (this.record.isTty || !this.record.stdinClosed) return undefined;
-    return fail("CONFLICT", "stdin is closed: eof was sent");
-  }
-
-  /** Sizes, screens and shells belong to a terminal; a `pty: false` session has none. */
-  private refuseUnlessTty(): Failure | undefined {
-    return this.record.isTty ? undefined : fail("NOT_A_TTY", "this session has no terminal (pty: false)");
-  }
-
-  private refuseUnlessRunning(): Failure | undefined {
-    const status = this.record.current?.record.status;
-    if (!status) return this.notFound();
-    if (isTerminal(status)) return fail("SESSION_EXITED", `session has ${status}`);
-    if (!this.links.host()) return fail("CONFLICT", "session is not connected to a runner right now");
-    return undefined;
-  }
-
   private view(): Session {
     return this.record.view(this.clients.count());
   }
@@ -701,11 +599,12 @@ export class PtySession extends DurableObject<Env> {
   }
 }
 
-/** The start a route passed in `x-ptyb-from`: digits, `live`, or nothing for everything retained. */
+/** An offset a route passed (digits), or undefined. */
 function parseOffset(value: string | null): number | undefined {
   return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
 }
 
+/** The start a route passed in `x-ptyb-from`: digits, `live`, or nothing for everything retained. */
 function parseStart(value: string | null): StartFrom {
   if (value === "live" || value === "screen") return value;
   if (value !== null && /^\d{1,15}$/.test(value)) return Number(value);
