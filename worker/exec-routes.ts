@@ -61,6 +61,7 @@ execRoutes.post("/", validate("json", ExecBody), async (c) => {
     label: "exec",
     timers: { timeoutSec, idleTimeoutSec: 0, detachedTimeoutSec: 0 },
     timeoutSignal: "SIGKILL",
+    captureBytes: maxOutputBytes,
   });
   const stub = sessionStub(c.env, tenant, created.id);
   const written = await stub.input(input, undefined, true);

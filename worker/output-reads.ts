@@ -6,6 +6,7 @@
 import { type Failure, fail } from "../shared/errors.js";
 import type { ChunkMeta, OutputStream } from "../shared/protocol.js";
 import type { LogReads, ReadHandler } from "./log-reads.js";
+import { concat } from "./output-capture.js";
 
 /** Most bytes one answer holds; `X-Offset-To` says where to go on from. */
 export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
@@ -141,16 +142,6 @@ export class OutputReads {
       });
     });
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }
 
 // ---- Shared types ----

@@ -29,6 +29,7 @@ import { type InputAnswer, SessionAgent } from "./session-agent.js";
 import { refuseSocket } from "./errors.js";
 import { LogReads } from "./log-reads.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "./client-hub.js";
+import { OutputCapture } from "./output-capture.js";
 import { type OutputRange, OutputReads, type StreamsRange } from "./output-reads.js";
 import { recordingResponse } from "./recording.js";
 import { type LinkPort, RunnerLinks } from "./runner-links.js";
@@ -74,6 +75,8 @@ export class PtySession extends DurableObject<Env> {
   /** What goes into the process, and who may send it (session-input.ts). */
   private readonly inputs: SessionInput;
   private readonly agent: SessionAgent;
+  /** exec: the first bytes of output, kept while the exec route waits for the exit. */
+  private capture: OutputCapture | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -178,6 +181,7 @@ export class PtySession extends DurableObject<Env> {
     if (this.record.current) return fail("CONFLICT", `session ${request.id} already exists`);
     const now = Date.now();
     const stored = this.record.begin(request, now);
+    if (request.captureBytes !== undefined) this.capture = new OutputCapture(request.captureBytes);
     const startTimeoutMs = limits(this.env).startTimeoutMs;
     this.timers.configure(request.timers, stored.record.expiresAt, now);
     // Should this object restart before the runner's link comes, the session fails then.
@@ -373,9 +377,12 @@ export class PtySession extends DurableObject<Env> {
     return this.outputReads.read(from, to, limits(this.env).maxOutputReads, stream);
   }
 
-  /** exec's answer: the first `maxBytes` of the output, stdout and stderr apart. */
+  /** exec's answer: the first `maxBytes` of the output, stdout and stderr apart (captured as it came, else read). */
   outputStreams(maxBytes: number): Promise<StreamsRange | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
+    const captured = this.record.ended ? this.capture?.result(maxBytes) : undefined;
+    this.capture = undefined;
+    if (captured) return Promise.resolve(captured);
     return this.outputReads.readStreams(maxBytes, limits(this.env).maxOutputReads);
   }
 
@@ -513,6 +520,7 @@ export class PtySession extends DurableObject<Env> {
    */
   private onOutput(offset: number, data: Uint8Array, stream: OutputStream, frame: ArrayBuffer | undefined): void {
     this.clients.fanOut(offset, data, stream, frame);
+    this.capture?.take(offset, data, stream);
     if (this.record.isTty) this.agent.marks.output(offset, data);
     this.record.advance(offset + data.byteLength);
     this.timers.noteActivity(Date.now());

@@ -19,6 +19,8 @@ export interface NewSession {
   timers?: Partial<SessionTimers>;
   /** What a `timeoutSec` that passes sends first: SIGHUP by default, SIGKILL for exec. */
   timeoutSignal?: "SIGKILL";
+  /** exec: the session object keeps the first this many output bytes for the answer. */
+  captureBytes?: number;
 }
 
 /** Creates the session; throws ApiError (QUOTA_EXCEEDED, CONFLICT, NO_RUNNER, …) when it cannot. */
@@ -62,6 +64,7 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
         detachedTimeoutSec: body.timers?.detachedTimeoutSec ?? lim.detachedTimeoutSec,
       },
       timeoutSignal: body.timeoutSignal,
+      captureBytes: body.captureBytes,
     });
   } catch (error) {
     // The object failed mid-create (a restart, say): unless it holds the session, the index

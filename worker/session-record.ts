@@ -249,6 +249,8 @@ export interface CreateRequest {
   timers: TimerSettings;
   /** What a `timeoutSec` that passes sends first: SIGHUP when absent, SIGKILL for exec. */
   timeoutSignal?: "SIGKILL";
+  /** exec: keep the first this many output bytes in memory for its answer (output-capture.ts). */
+  captureBytes?: number;
 }
 
 /** PATCH: the timers (seconds, 0 = off), label and tags. */
