@@ -74,7 +74,7 @@ export class Api {
   /** `POST .../input` as it answers (202 `{bytes, offset}`), with an `Idempotency-Key` when given. */
   inputRequest(
     id: string,
-    body: { data: string; encoding?: "utf8" | "base64" },
+    body: { data: string; encoding?: "utf8" | "base64"; eof?: boolean },
     idempotencyKey?: string,
   ): Promise<ApiResponse<{ bytes: number; offset: number }>> {
     const headers: Record<string, string> = idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey };
@@ -86,6 +86,30 @@ export class Api {
     const res = await this.inputRequest(id, { data }, idempotencyKey);
     if (res.status !== 202) throw new Error(`input failed: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body;
+  }
+
+  /**
+   * `GET .../output?from=&to=&stream=`: only `stream`'s bytes of the merged range [from, to)
+   * (`pty: false`), following `X-Offset-To` (a range in the merged offset space) until `to`.
+   */
+  async outputStream(id: string, stream: "stdout" | "stderr", from: number, to: number): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    let cursor = from;
+    while (cursor < to) {
+      const res = await fetch(`${this.url}/v1/sessions/${id}/output?from=${cursor}&to=${to}&stream=${stream}`, {
+        headers: this.key ? { authorization: `Bearer ${this.key}` } : {},
+      });
+      if (res.status !== 200) throw new Error(`output failed: ${res.status} ${await res.text()}`);
+      const bytes = Buffer.from(await res.arrayBuffer());
+      const got = { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")) };
+      if (got.from !== cursor) throw new Error(`output from ${cursor} started at ${got.from} (trimmed?)`);
+      if (bytes.byteLength > got.to - got.from) throw new Error(`headers ${JSON.stringify(got)} vs ${bytes.length} bytes`);
+      if (got.to > to) throw new Error(`output to ${to} went on to ${got.to}`);
+      if (got.to === cursor) throw new Error(`output [${cursor}, ${to}) of ${stream} moved nothing: only ${got.to} produced?`);
+      parts.push(bytes);
+      cursor = got.to;
+    }
+    return Buffer.concat(parts);
   }
 
   /** `POST .../expect` as it answers. */
@@ -245,18 +269,32 @@ type Waiter = { check: () => boolean; resolve: () => void };
 /** One thing a framed client received, in order. */
 export type TimelineEntry =
   | { kind: "message"; message: any }
+  /** a `0x01` frame: the terminal's output, or stdout (`pty: false`) */
   | { kind: "output"; offset: number; length: number }
+  /** a `0x03` frame: stderr (`pty: false`), in the same offset space as `output` */
+  | { kind: "stderr"; offset: number; length: number }
   | { kind: "screen"; offset: number; data: Buffer };
+
+/** An output frame as a framed client received it: `stdout` for 0x01 (a terminal's output too), `stderr` for 0x03. */
+export interface OutputFrame {
+  op: "stdout" | "stderr";
+  offset: number;
+  data: Buffer;
+}
 
 /** How often a framed client acknowledges what it received (the edge cuts clients that lag). */
 const ACK_EVERY_BYTES = 256 * 1024;
 /** Text kept for matching output as it arrives; patterns waited for are far shorter. */
 const RECENT_CHARS = 64 * 1024;
 
-/** A terminal client over the public WebSocket, framed mode unless `raw`. */
+/**
+ * A terminal client over the public WebSocket, framed mode unless `raw`. Output of both streams
+ * (0x01 and 0x03 frames: one offset space) is kept merged in `output`, in the order it came;
+ * `frames()`, `stdout`, `stderr` and `stderrFrames` tell the streams apart.
+ */
 export class TermClient {
   readonly socket: WebSocket;
-  /** Output bytes received, starting at `startOffset`. */
+  /** Output bytes received (both streams, merged), starting at `startOffset`. */
   private chunks: Buffer[] = [];
   private size = 0;
   startOffset: number | undefined;
@@ -266,6 +304,8 @@ export class TermClient {
   readonly messages: any[] = [];
   /** Framed mode: every `0x04` frame (the bytes that repaint the screen as it is at `offset`). */
   readonly screens: { offset: number; data: Buffer }[] = [];
+  /** Framed mode: every `0x03` frame (stderr of a `pty: false` session), with its offset. */
+  readonly stderrFrames: { offset: number; data: Buffer }[] = [];
   /**
    * Framed mode: what arrived, in order: control messages, output frames (offset and length)
    * and screen frames, for tests of what comes before what.
@@ -329,16 +369,19 @@ export class TermClient {
           this.nextOffset = frame.offset;
           // Acknowledged at once, as the SDK does: the client's position is now the screen's offset.
           if (this.autoAck) this.ack();
-        } else if (frame.op !== "output") this.offsetErrors.push(`unexpected frame ${frame.op}`);
+        } else if (frame.op !== "output" && frame.op !== "stderr") this.offsetErrors.push(`unexpected frame ${frame.op}`);
         else {
+          // stdout and stderr share one offset space: each frame continues the previous one, whichever its stream.
           if (this.nextOffset !== undefined && frame.offset !== this.nextOffset) {
             this.offsetErrors.push(`expected offset ${this.nextOffset}, got ${frame.offset}`);
           }
           this.startOffset ??= frame.offset;
           if (this.segments.length === 0) this.segments.push({ from: frame.offset, start: 0 });
           this.nextOffset = frame.offset + frame.data.byteLength;
-          this.timeline.push({ kind: "output", offset: frame.offset, length: frame.data.byteLength });
-          this.append(Buffer.from(frame.data));
+          this.timeline.push({ kind: frame.op, offset: frame.offset, length: frame.data.byteLength });
+          const bytes = Buffer.from(frame.data);
+          if (frame.op === "stderr") this.stderrFrames.push({ offset: frame.offset, data: bytes });
+          this.append(bytes);
           if (this.autoAck && this.nextOffset - this.acked >= ACK_EVERY_BYTES) this.ack();
         }
       }
@@ -384,6 +427,36 @@ export class TermClient {
     });
   }
 
+  /**
+   * Framed mode: every output frame received (0x01 as `stdout`, 0x03 as `stderr`), in order, with
+   * its offset and bytes.
+   */
+  frames(): OutputFrame[] {
+    const output = this.output;
+    const frames: OutputFrame[] = [];
+    let at = 0;
+    for (const entry of this.timeline) {
+      if (entry.kind !== "output" && entry.kind !== "stderr") continue;
+      frames.push({
+        op: entry.kind === "stderr" ? "stderr" : "stdout",
+        offset: entry.offset,
+        data: output.subarray(at, at + entry.length),
+      });
+      at += entry.length;
+    }
+    return frames;
+  }
+
+  /** Framed mode: the stdout bytes received (0x01 frames; a terminal's output is all stdout). */
+  get stdout(): Buffer {
+    return Buffer.concat(this.frames().flatMap((f) => (f.op === "stdout" ? [f.data] : [])));
+  }
+
+  /** Framed mode: the stderr bytes received (0x03 frames). */
+  get stderr(): Buffer {
+    return Buffer.concat(this.stderrFrames.map((f) => f.data));
+  }
+
   /** The `command` messages received (a shell command ended). */
   get commands(): { type: "command"; seq: number; command: string; exitCode: number | null; from: number; to: number }[] {
     return this.messages.filter((m) => m.type === "command");
@@ -403,6 +476,11 @@ export class TermClient {
 
   control(message: unknown): void {
     this.socket.send(JSON.stringify(message));
+  }
+
+  /** `{"type":"eof"}`: closes the process's stdin (`pty: false`); on a terminal, types Ctrl+D. */
+  eof(): void {
+    this.control({ type: "eof" });
   }
 
   private notify(): void {
@@ -634,9 +712,17 @@ export class SseClient extends EventStreamClient {
     super(url, `/v1/sessions/${sessionId}/stream${options.query ? `?${options.query}` : ""}`, key, options);
   }
 
+  /** The bytes of the `data` events (a terminal's output, or stdout), in order. */
   get bytes(): Buffer {
     if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
     return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
+  /** The `data` and `stderr` events (`pty: false`), in order, each with its `id` and decoded bytes. */
+  outputEvents(): { event: "data" | "stderr"; id: string | undefined; data: Buffer }[] {
+    return this.events.flatMap((e) =>
+      e.event === "data" || e.event === "stderr" ? [{ event: e.event, id: e.id, data: Buffer.from(e.data, "base64") }] : [],
+    );
   }
 
   protected override received(message: SseMessage): void {
