@@ -1,6 +1,9 @@
 // Gathers node-pty's ~1 KiB data events into larger chunks (up to `maxBytes`, or whatever
 // arrived within `delayMs`), numbers them by absolute offset, and cuts only on UTF-8
-// character boundaries.
+// character boundaries. A process without a terminal has two streams: a chunk never mixes
+// them (a push of the other stream emits what is pending first), and each stream is cut on its
+// own character boundaries (an unfinished character waits for its stream's next bytes).
+import type { OutputStream } from "../shared/protocol.js";
 import { completeUtf8Length } from "../shared/utf8.js";
 
 export interface CoalescerOptions {
@@ -16,7 +19,8 @@ export interface CoalescerOptions {
   immediateBytes?: number;
 }
 
-export type ChunkSink = (offset: number, bytes: Buffer) => void;
+/** A chunk at `offset` of one stream; `at` is when its first byte arrived (ms since epoch). */
+export type ChunkSink = (offset: number, bytes: Buffer, stream: OutputStream, at: number) => void;
 
 export class Coalescer {
   private parts: Buffer[] = [];
@@ -27,6 +31,12 @@ export class Coalescer {
   private immediate = 0;
   /** An unfinished UTF-8 sequence already waited one period: the next flush sends it as is. */
   private tailWaited = false;
+  /** The stream of what is pending. */
+  private stream: OutputStream = "stdout";
+  /** When the first pending byte arrived. */
+  private firstAt = 0;
+  /** An unfinished character of the stream that is not pending now, kept for its next bytes. */
+  private readonly held: Record<OutputStream, Buffer | undefined> = { stdout: undefined, stderr: undefined };
 
   constructor(
     private readonly sink: ChunkSink,
@@ -39,8 +49,10 @@ export class Coalescer {
     return this.size;
   }
 
-  push(chunk: Buffer): void {
+  push(chunk: Buffer, stream: OutputStream = "stdout"): void {
     if (chunk.byteLength === 0) return;
+    if (stream !== this.stream) this.switchTo(stream);
+    if (this.size === 0) this.firstAt = Date.now();
     this.parts.push(chunk);
     this.size += chunk.byteLength;
     this.tailWaited = false;
@@ -61,9 +73,31 @@ export class Coalescer {
     return true;
   }
 
-  /** Emits what is buffered; `final` also emits an unfinished UTF-8 tail. */
+  /**
+   * The other stream writes: what is pending goes out (an unfinished character of it is held
+   * for that stream's next bytes), and the other stream's held character, if any, comes first.
+   */
+  private switchTo(stream: OutputStream): void {
+    this.flush();
+    this.disarm();
+    if (this.size > 0) this.held[this.stream] = Buffer.concat(this.parts, this.size);
+    this.parts = [];
+    this.size = 0;
+    this.tailWaited = false;
+    this.stream = stream;
+    const held = this.held[stream];
+    if (held) {
+      this.held[stream] = undefined;
+      this.firstAt = Date.now();
+      this.parts.push(held);
+      this.size = held.byteLength;
+    }
+  }
+
+  /** Emits what is buffered; `final` also emits an unfinished UTF-8 tail (and one held for the other stream). */
   flush(final = false): void {
     this.disarm();
+    if (final) this.emitHeld();
     if (this.size === 0) return;
     let all = this.parts.length === 1 ? this.parts[0] : Buffer.concat(this.parts, this.size);
     while (all.byteLength > 0) {
@@ -73,7 +107,7 @@ export class Coalescer {
       // A whole piece of continuation bytes is not UTF-8 at all: send it rather than stall.
       if (cut === 0 && piece.byteLength >= 4) cut = piece.byteLength;
       if (cut === 0) break;
-      this.sink(this.offset, all.subarray(0, cut));
+      this.sink(this.offset, all.subarray(0, cut), this.stream, this.firstAt);
       this.offset += cut;
       all = all.subarray(cut);
     }
@@ -87,6 +121,18 @@ export class Coalescer {
     this.disarm();
     this.parts = [];
     this.size = 0;
+    this.held.stdout = this.held.stderr = undefined;
+  }
+
+  /** The end: an unfinished character held for the stream that is not pending goes out as it is. */
+  private emitHeld(): void {
+    for (const stream of ["stdout", "stderr"] as const) {
+      const held = this.held[stream];
+      if (!held || stream === this.stream) continue;
+      this.held[stream] = undefined;
+      this.sink(this.offset, held, stream, Date.now());
+      this.offset += held.byteLength;
+    }
   }
 
   private arm(): void {

@@ -9,11 +9,11 @@
 // When more than `highWater` bytes are unacknowledged (unappended ones included) the PTY is
 // paused, and it is resumed below `lowWater`, so memory stays bounded however fast the
 // process writes and however long the log is away.
-import { encodeOutput } from "../shared/protocol.js";
+import { type ChunkMeta, UNKNOWN_META, encodeOutput } from "../shared/protocol.js";
 
 export interface DeliveryPort {
   /** Appends to the output log; resolves or rejects once the log has answered. */
-  append(offset: number, bytes: Buffer): Promise<void>;
+  append(offset: number, bytes: Buffer, meta: ChunkMeta): Promise<void>;
   /** Sends on the link; false when the link is not open. */
   send(frame: string | Uint8Array): boolean;
   pause(): void;
@@ -35,6 +35,8 @@ export interface DeliveryOptions {
 interface Chunk {
   offset: number;
   bytes: Buffer;
+  /** Its stream (0x01 or 0x03 on the link), read time and terminal size, kept in the log. */
+  meta: ChunkMeta;
   appended: boolean;
 }
 
@@ -79,8 +81,8 @@ export class Delivery {
   }
 
   /** A coalesced chunk: log it, then send it in order. */
-  push(offset: number, bytes: Buffer): void {
-    this.queue.push({ offset, bytes, appended: false });
+  push(offset: number, bytes: Buffer, meta: ChunkMeta = UNKNOWN_META): void {
+    this.queue.push({ offset, bytes, meta, appended: false });
     this.queuedBytes += bytes.byteLength;
     if (!this.paused && this.queuedBytes > this.options.highWater) {
       this.paused = true;
@@ -130,7 +132,7 @@ export class Delivery {
       const chunk = this.queue[this.nextToAppend++];
       if (chunk.appended) continue;
       this.appending++;
-      this.port.append(chunk.offset, chunk.bytes).then(
+      this.port.append(chunk.offset, chunk.bytes, chunk.meta).then(
         () => this.appended(chunk),
         (error: unknown) => this.appendFailed(error),
       );
@@ -188,7 +190,7 @@ export class Delivery {
     }
     const chunk = this.queue[this.nextToAppend++];
     this.appending++;
-    this.port.append(chunk.offset, chunk.bytes).then(
+    this.port.append(chunk.offset, chunk.bytes, chunk.meta).then(
       () => {
         this.appended(chunk);
         this.recoverNext();
@@ -233,7 +235,7 @@ export class Delivery {
     while (this.nextToSend < this.queue.length) {
       const chunk = this.queue[this.nextToSend];
       if (!chunk.appended) return;
-      if (!this.port.send(encodeOutput(chunk.offset, chunk.bytes))) {
+      if (!this.port.send(encodeOutput(chunk.offset, chunk.bytes, chunk.meta.stream))) {
         this.linkReady = false;
         return;
       }

@@ -1,9 +1,11 @@
 // One session this runner hosts: the link to the session's Durable Object (redialled when it
-// drops, while the process keeps running), the process on its PTY, the coalescer, the
-// acknowledged delivery of output through the output log, and the agent layer (its screen and
+// drops, while the process keeps running), the process on its PTY or with pipes (`pty: false`),
+// the coalescer, the acknowledged delivery of output through the output log (each chunk with
+// its stream, read time and terminal size), and, on a terminal, the agent layer (its screen and
 // shell, agent-host.ts) fed the same output.
 import { log } from "../shared/log.js";
 import {
+  type ChunkMeta,
   EdgeLinkMessage,
   type PoolMessage,
   type RunnerLinkMessage,
@@ -21,7 +23,9 @@ import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "./log-reads.js";
 import type { OutputLog } from "./output-log.js";
 import { PauseReasons } from "./pause-reasons.js";
-import { type PtyExit, type PtyProcess, spawnPty } from "./pty.js";
+import { spawnPipes } from "./pipe-process.js";
+import { spawnPty } from "./pty.js";
+import type { ProcessExit, SessionProcess } from "./session-process.js";
 
 type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
 
@@ -41,14 +45,16 @@ export class HostedSession {
   private readonly delivery: Delivery;
   private readonly inputGate: InputGate;
   private readonly reads: ReadServer;
-  private pty: PtyProcess | undefined;
+  private proc: SessionProcess | undefined;
+  /** The terminal's size now, kept with each chunk read; 0 × 0 for pipes. */
+  private size = { cols: 0, rows: 0 };
   private coalescer: Coalescer | undefined;
   private agent: AgentHost | undefined;
   private agentFailed = false;
   /** The process is paused while the edge or the screen is behind. */
   private readonly pauses = new PauseReasons<"delivery" | "screen">({
-    pause: () => this.pty?.pause(),
-    resume: () => this.pty?.resume(),
+    pause: () => this.proc?.pause(),
+    resume: () => this.proc?.resume(),
   });
   private killTimer: NodeJS.Timeout | undefined;
   private exitTimer: NodeJS.Timeout | undefined;
@@ -101,13 +107,13 @@ export class HostedSession {
     );
     this.reads = new ReadServer(outputLog, this.key, this.link);
     this.inputGate = new InputGate(
-      () => this.pty?.pendingInput() ?? 0,
+      () => this.proc?.pendingInput() ?? 0,
       { softBytes: INPUT_SOFT_BYTES, hardBytes: INPUT_HARD_BYTES },
       (full) => this.send({ type: "input_state", full }),
     );
     this.delivery = new Delivery(
       {
-        append: (offset, bytes) => this.outputLog.append(this.key, offset, bytes),
+        append: (offset, bytes, meta) => this.outputLog.append(this.key, offset, bytes, meta),
         send: (frame) => this.link.send(frame),
         pause: () => this.pauses.pause("delivery"),
         resume: () => this.pauses.resume("delivery"),
@@ -132,7 +138,7 @@ export class HostedSession {
    */
   drain(graceMs: number): void {
     if (this.exited || this.ended) return;
-    if (!this.pty) {
+    if (!this.proc) {
       log.info("session.drain", { key: this.key, outcome: "not_started" });
       this.end();
       return;
@@ -146,27 +152,28 @@ export class HostedSession {
    * Ends the process (SIGHUP; after `graceMs`, SIGKILL to every process the session started);
    * the exit is reported as usual.
    */
-  kill(graceMs: number): void {
-    const pty = this.pty;
-    if (!pty || this.exited) return;
+  kill(graceMs: number, signal = "SIGHUP"): void {
+    const proc = this.proc;
+    if (!proc || this.exited) return;
     try {
-      pty.signalProcess("SIGHUP");
+      proc.signalProcess(signal);
     } catch (error) {
-      log.warn("session.signal", { key: this.key, signal: "SIGHUP", error });
+      log.warn("session.signal", { key: this.key, signal, error });
     }
     this.killTimer ??= setTimeout(() => isolation().end(this.key), graceMs);
   }
 
   private startProcess(): void {
     const { spec, tenant } = this.spawn;
-    let pty: PtyProcess;
+    let proc: SessionProcess;
     let shellIntegration = false;
+    const tty = spec.pty !== false;
     try {
       // As its own user, in its own cgroup where the runner has them (runner/isolation.ts).
       const launch = isolation().prepare(this.key, tenant, spec);
       shellIntegration = launch.shellIntegration;
-      pty = spawnPty({ ...launch, cols: spec.cols, rows: spec.rows });
-      isolation().started(this.key, pty.pid);
+      proc = tty ? spawnPty({ ...launch, cols: spec.cols, rows: spec.rows }) : spawnPipes(launch);
+      isolation().started(this.key, proc.pid);
     } catch (error) {
       isolation().end(this.key);
       const message = error instanceof Error ? error.message : String(error);
@@ -175,33 +182,36 @@ export class HostedSession {
       this.end();
       return;
     }
-    this.pty = pty;
-    this.agent = new AgentHost(
-      this.key,
-      {
-        send: (message) => this.send(message),
-        type: (bytes) => this.writeInput(bytes),
-        screenBehind: (behind) => (behind ? this.pauses.pause("screen") : this.pauses.resume("screen")),
-      },
-      { cols: spec.cols, rows: spec.rows, shellIntegration },
-    );
-    const coalescer = new Coalescer((offset, bytes) => this.output(offset, bytes), {
+    this.proc = proc;
+    if (tty) {
+      this.size = { cols: spec.cols, rows: spec.rows };
+      this.agent = new AgentHost(
+        this.key,
+        {
+          send: (message) => this.send(message),
+          type: (bytes) => this.writeInput(bytes),
+          screenBehind: (behind) => (behind ? this.pauses.pause("screen") : this.pauses.resume("screen")),
+        },
+        { cols: spec.cols, rows: spec.rows, shellIntegration },
+      );
+    }
+    const coalescer = new Coalescer((offset, bytes, stream, at) => this.output(offset, bytes, { stream, at, ...this.size }), {
       maxBytes: this.config.coalesceBytes,
       delayMs: this.config.coalesceMs,
       leadingEdge: true,
     });
     this.coalescer = coalescer;
-    pty.onData((bytes) => {
-      coalescer.push(bytes);
+    proc.onData((bytes, stream) => {
+      coalescer.push(bytes, stream);
       // The shell has drawn its prompt (OSC 133 B) and waits: what it printed goes now, not at the
       // end of the coalescing window, so a person sees the prompt and `run` hears the command end at once.
       if (shellIntegration && bytes.includes(PROMPT_DRAWN)) coalescer.flush();
     });
-    pty.onExit((exit) => this.onProcessExit(exit));
-    log.info("session.started", { key: this.key, pid: pty.pid, command: spec.command });
+    proc.onExit((exit) => this.onProcessExit(exit));
+    log.info("session.started", { key: this.key, pid: proc.pid, command: spec.command, pty: tty });
   }
 
-  private onProcessExit(exit: PtyExit): void {
+  private onProcessExit(exit: ProcessExit): void {
     this.exited = true;
     if (this.killTimer) clearTimeout(this.killTimer);
     this.coalescer?.flush(true);
@@ -247,16 +257,22 @@ export class HostedSession {
         case "read_cancel":
           return void this.reads.handle(message);
         case "resize":
-          this.pty?.resize(message.cols, message.rows);
-          return this.agent?.resize(message.cols, message.rows);
+          return this.resize(message.cols, message.rows);
+        case "eof":
+          return this.proc?.closeStdin();
         case "signal":
-          return this.pty?.signalForeground(message.signal);
+          return this.proc?.signalForeground(message.signal);
         case "kill":
-          return this.kill(message.graceMs);
+          return this.kill(message.graceMs, message.signal);
         case "screen":
         case "run":
           if (this.agent) return void this.agent.handle(message);
-          return this.send({ type: "call_failed", id: message.id, code: "INTERNAL", message: "the session has not started" });
+          return this.send({
+            type: "call_failed",
+            id: message.id,
+            code: "INTERNAL",
+            message: this.proc ? "the session has no terminal" : "the session has not started",
+          });
         case "pong":
           return;
       }
@@ -265,9 +281,21 @@ export class HostedSession {
     }
   }
 
+  /**
+   * A terminal's new size. Output read before it is emitted first, so every chunk carries the
+   * size it was read at (a recording's `r` events sit at their offset).
+   */
+  private resize(cols: number, rows: number): void {
+    if (!this.agent) return; // pipes: no terminal (the edge refuses this with NOT_A_TTY)
+    this.coalescer?.flush();
+    this.proc?.resize(cols, rows);
+    this.size = { cols, rows };
+    this.agent.resize(cols, rows);
+  }
+
   /** A coalesced chunk: to the edge through the log, and to the screen and shell tracker. */
-  private output(offset: number, bytes: Buffer): void {
-    this.delivery.push(offset, bytes);
+  private output(offset: number, bytes: Buffer, meta: ChunkMeta): void {
+    this.delivery.push(offset, bytes, meta);
     if (this.agentFailed) return;
     try {
       this.agent?.output(offset, bytes);
@@ -285,9 +313,9 @@ export class HostedSession {
   }
 
   private writeInput(bytes: Uint8Array): void {
-    const pty = this.pty;
-    if (!pty || this.exited) return;
-    if (!this.inputGate.write(bytes, (b) => pty.write(b))) {
+    const proc = this.proc;
+    if (!proc || this.exited) return;
+    if (!this.inputGate.write(bytes, (b) => proc.write(b))) {
       log.warn("session.input", { key: this.key, outcome: "dropped", bytes: bytes.byteLength });
       this.send({ type: "input_dropped", bytes: bytes.byteLength });
     }
@@ -295,11 +323,11 @@ export class HostedSession {
 
   /** Every (re)opened link starts with the edge's offset: start the process once, then resend. */
   private onResume(offset: number): void {
-    if (!this.pty && !this.ended) {
+    if (!this.proc && !this.ended) {
       this.startProcess();
-      if (!this.pty) return;
+      if (!this.proc) return;
     }
-    if (this.pty && !this.exited) this.send({ type: "started", pid: this.pty.pid });
+    if (this.proc && !this.exited) this.send({ type: "started", pid: this.proc.pid });
     // A new link (or a restarted edge) starts without the input state: tell it again.
     this.send({ type: "input_state", full: this.inputGate.isFull });
     this.delivery.resume(offset);
@@ -309,7 +337,7 @@ export class HostedSession {
   /** The edge refused or closed the link for good: the session is over there. */
   private onEdgeGone(reason: string): void {
     log.info("link.gone", { key: this.key, reason, exited: this.exited });
-    if (this.pty && !this.exited) isolation().end(this.key);
+    if (this.proc && !this.exited) isolation().end(this.key);
     this.end();
   }
 

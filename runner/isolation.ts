@@ -67,7 +67,8 @@ export class Isolation {
     });
     // A login bash reads the integration file instead: the login files, then the marks.
     const bashInit = this.bashInit;
-    const shellIntegration = bashInit !== null && lookup.found && isLoginBash(spec.command, spec.args);
+    // Only on a terminal: the marks are terminal output (pipes get the login shell as asked).
+    const shellIntegration = spec.pty !== false && bashInit !== null && lookup.found && isLoginBash(spec.command, spec.args);
     const sessionArgs = shellIntegration ? integratedBashArgs(bashInit) : spec.args;
     const session = lookup.found ? { command: spec.command, args: sessionArgs } : notRunnable(lookup.message, lookup.exitCode);
     const cgroupProcs = this.containment.open(key);

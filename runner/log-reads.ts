@@ -99,7 +99,7 @@ export async function serveRead(
       if (items.length === 0) break;
       for (const item of items) {
         if (item.type === "chunk") {
-          if (!link.send(encodeReadChunk(id, item.offset, item.data))) return;
+          if (!link.send(encodeReadChunk(id, item.offset, item.data, item.meta))) return;
           cursor = item.offset + item.data.byteLength;
         } else {
           if (!message({ type: "read_gap", id, from: item.from, to: item.to })) return;

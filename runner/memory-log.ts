@@ -2,11 +2,13 @@
 // offset order, trimmed on append to the chunks that hold the newest `retainBytes` bytes, and
 // dropped after `idleTtlSec` without appends, when `expire`'s TTL is up, or at once by `remove`.
 // Lives and dies with the runner.
+import { type ChunkMeta, UNKNOWN_META } from "../shared/protocol.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 
 interface Chunk {
   offset: number;
   data: Buffer;
+  meta: ChunkMeta;
 }
 
 interface Session {
@@ -28,7 +30,7 @@ export class MemoryLog implements OutputLog {
 
   constructor(private readonly options: OutputLogOptions) {}
 
-  async append(key: string, offset: number, data: Buffer): Promise<void> {
+  async append(key: string, offset: number, data: Buffer, meta: ChunkMeta = UNKNOWN_META): Promise<void> {
     if (data.byteLength === 0) return;
     let session = this.sessions.get(key);
     if (session && offset < session.end) {
@@ -51,7 +53,7 @@ export class MemoryLog implements OutputLog {
       session.deadline = deadline;
     }
     // A copy: the caller may reuse its buffer.
-    session.chunks.push({ offset, data: Buffer.from(data) });
+    session.chunks.push({ offset, data: Buffer.from(data), meta });
     session.end = offset + data.byteLength;
     this.trim(session);
   }
@@ -63,7 +65,7 @@ export class MemoryLog implements OutputLog {
       const { chunks } = session;
       // The chunk holding `from` is the last one starting at or before it (if it reaches that far).
       let i = Math.max(session.first, lastAtOrBefore(chunks, session.first, from));
-      while (i < chunks.length && collector.add(chunks[i].offset, chunks[i].data)) i++;
+      while (i < chunks.length && collector.add(chunks[i].offset, chunks[i].data, chunks[i].meta)) i++;
     }
     return collector.finish();
   }
@@ -150,7 +152,7 @@ export class MemoryLog implements OutputLog {
 }
 
 /** Stands in for a trimmed chunk below `first`: nothing reads there, and its buffer is free. */
-const TRIMMED: Chunk = { offset: -1, data: Buffer.alloc(0) };
+const TRIMMED: Chunk = { offset: -1, data: Buffer.alloc(0), meta: UNKNOWN_META };
 
 function chunkEnd(chunk: Chunk): number {
   return chunk.offset + chunk.data.byteLength;
@@ -194,7 +196,7 @@ export class ReadCollector {
   }
 
   /** Takes the next stored chunk; false once no more are wanted. */
-  add(offset: number, data: Buffer): boolean {
+  add(offset: number, data: Buffer, meta: ChunkMeta = UNKNOWN_META): boolean {
     if (!this.wantsMore()) return false;
     const start = Math.max(offset, this.pos);
     const end = Math.min(offset + data.byteLength, this.to);
@@ -204,7 +206,7 @@ export class ReadCollector {
       return false;
     }
     if (start > this.pos) this.items.push({ type: "gap", from: this.pos, to: start });
-    this.items.push({ type: "chunk", offset: start, data: data.subarray(start - offset, end - offset) });
+    this.items.push({ type: "chunk", offset: start, data: data.subarray(start - offset, end - offset), meta });
     this.pos = end;
     this.bytes += end - start;
     if (this.bytes >= this.maxBytes) this.full = true;

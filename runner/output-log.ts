@@ -1,12 +1,15 @@
 // The output log: every output byte of a session, by absolute offset, kept for replay.
 // Two implementations behind this one interface: Redis streams (`redis-log.ts`, the only file
 // that imports ioredis) when REDIS_URL is set, and an in-process log (`memory-log.ts`) otherwise.
-// Sessions are named by their key, `tenant/sessionId`.
+// Sessions are named by their key, `tenant/sessionId`. With each chunk the log keeps its stream
+// (stdout or stderr), when the runner read it, and the terminal's size then (DESIGN §11: what a
+// recording is made of).
+import type { ChunkMeta } from "../shared/protocol.js";
 
 /** What a read yields, in offset order, covering the requested range exactly. */
 export type LogItem =
-  /** bytes [offset, offset + data.byteLength) */
-  | { type: "chunk"; offset: number; data: Buffer }
+  /** bytes [offset, offset + data.byteLength), with what the log keeps about their chunk */
+  | { type: "chunk"; offset: number; data: Buffer; meta: ChunkMeta }
   /** bytes [from, to) are not in the log: trimmed by retention, expired, or never stored */
   | { type: "gap"; from: number; to: number };
 
@@ -26,7 +29,7 @@ export interface OutputLog {
    * byte of it is older than `end - retainBytes`; the one holding that byte stays whole.
    * (RedisLog trims every `retainBytes / 8` bytes, so wholly older chunks may linger that long.)
    */
-  append(key: string, offset: number, data: Buffer): Promise<void>;
+  append(key: string, offset: number, data: Buffer, meta?: ChunkMeta): Promise<void>;
 
   /**
    * Items covering [from, to) exactly: chunks (sliced at both ends to the range) and gaps for

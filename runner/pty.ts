@@ -6,35 +6,11 @@ import { constants } from "node:os";
 import * as nodePty from "node-pty";
 import { log } from "../shared/log.js";
 import { statFields } from "./proc.js";
+import type { ProcessExit, SessionProcess } from "./session-process.js";
 
-export interface PtyExit {
-  /** null when the process was ended by a signal */
-  exitCode: number | null;
-  /** signal name such as "SIGKILL", or null */
-  signal: string | null;
-}
-
-export interface PtyProcess {
-  readonly pid: number;
-  onData(listener: (bytes: Buffer) => void): void;
-  /**
-   * Fires once, after node-pty has closed the terminal's read side and every byte the
-   * process wrote has been passed to the data listeners (bytes held back by pause()
-   * are passed on at resume(), and exit waits for them).
-   */
-  onExit(listener: (exit: PtyExit) => void): void;
-  write(bytes: Uint8Array): void;
-  /** Input bytes written and not yet taken by the terminal (a process that does not read leaves them queued). */
-  pendingInput(): number;
-  resize(cols: number, rows: number): void;
-  /** Sends `signal` to the terminal's foreground process group, as a key like Ctrl+C would. */
-  signalForeground(signal: string): void;
-  /** Sends `signal` to the process the session started. */
-  signalProcess(signal: string): void;
-  /** Stops reading the terminal (the process blocks once the kernel's buffer is full). */
-  pause(): void;
-  resume(): void;
-}
+/** A terminal process is a SessionProcess whose output is all "stdout". */
+export type PtyExit = ProcessExit;
+export type PtyProcess = SessionProcess;
 
 export interface PtyOptions {
   command: string;
@@ -72,7 +48,7 @@ export function spawnPty(options: PtyOptions): PtyProcess {
     }
   }
 
-  const dataListeners: ((bytes: Buffer) => void)[] = [];
+  const dataListeners: ((bytes: Buffer, stream: "stdout") => void)[] = [];
   const exitListeners: ((exit: PtyExit) => void)[] = [];
   let paused = false;
   let flushing = false;
@@ -84,7 +60,7 @@ export function spawnPty(options: PtyOptions): PtyProcess {
 
   const deliver = (bytes: Buffer) => {
     if (paused || held.length > 0) held.push(bytes);
-    else for (const listener of dataListeners) listener(bytes);
+    else for (const listener of dataListeners) listener(bytes, "stdout");
   };
   // Passes on held bytes in order, then the exit once nothing is held back any more.
   const flush = () => {
@@ -93,7 +69,7 @@ export function spawnPty(options: PtyOptions): PtyProcess {
     try {
       while (!paused && held.length > 0) {
         const bytes = held.shift() as Buffer;
-        for (const listener of dataListeners) listener(bytes);
+        for (const listener of dataListeners) listener(bytes, "stdout");
       }
     } finally {
       flushing = false;
@@ -127,6 +103,9 @@ export function spawnPty(options: PtyOptions): PtyProcess {
     },
     pendingInput() {
       return queuedInput(term);
+    },
+    closeStdin() {
+      term.write("\x04"); // Ctrl+D: the line discipline's end of file, as a person would type it
     },
     resize(cols, rows) {
       term.resize(cols, rows);

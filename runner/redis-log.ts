@@ -1,7 +1,9 @@
 // The output log in Redis: one stream per session, `ptyb:{tenant/sessionId/incarnation}:out` (the
 // braces are a Redis Cluster hash tag, so a session's data stays on one shard). Each chunk is one
 // entry with ID `<offset>-1` (offsets strictly increase, so IDs do; seq 1 because `0-0` is not
-// a valid ID) and one field `d` holding the bytes. Needs Redis >= 6.2 (XTRIM MINID, exclusive
+// a valid ID): field `d` holds the bytes, `t` when the runner read them (ms since epoch), `s` is
+// "1" for stderr (absent: stdout or a terminal), `z` the terminal's size as `COLSxROWS` (absent
+// without a terminal). Entries written before `t`/`s`/`z` existed read as UNKNOWN_META. Needs Redis >= 6.2 (XTRIM MINID, exclusive
 // XRANGE starts) with scripting (EVAL, for the trim). The only file that imports ioredis.
 //
 // One Redis or a Redis Cluster (REDIS_URL, runner/redis-url.ts): a node list connects with
@@ -15,6 +17,7 @@
 // shard's connection, in order.
 import { Cluster, Redis } from "ioredis";
 import { log } from "../shared/log.js";
+import { type ChunkMeta, UNKNOWN_META } from "../shared/protocol.js";
 import { DEFAULT_READ_BYTES, ReadCollector } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
@@ -287,19 +290,20 @@ export class RedisLog implements OutputLog {
     });
   }
 
-  append(key: string, offset: number, data: Buffer): Promise<void> {
+  append(key: string, offset: number, data: Buffer, meta: ChunkMeta = UNKNOWN_META): Promise<void> {
     if (data.byteLength === 0) return Promise.resolve();
     const stream = streamKey(key);
+    const fields = metaFields(meta);
     // Not awaited here: ioredis writes each command to the socket at once, so back-to-back
     // appends are pipelined, and replies (hence these promises) come back in order.
     // The command is encoded (copied) right away, so the caller may reuse `data`.
-    const added = this.redis.xadd(stream, `${offset}-1`, "d", data);
+    const added = this.redis.xadd(stream, `${offset}-1`, "d", data, ...fields);
     if (this.redis.status === "ready") this.maintain(key, stream, offset + data.byteLength);
     return added.then(
       () => undefined,
       (error: unknown) => {
         if (!(error instanceof Error) || !/equal or smaller/i.test(error.message)) throw error;
-        return this.appendAgain(stream, offset, data);
+        return this.appendAgain(stream, offset, data, fields);
       },
     );
   }
@@ -310,7 +314,7 @@ export class RedisLog implements OutputLog {
    * resolves as it is; for the second, the entries from `offset` on go and the chunk is added
    * (the caller appends the rest again, one at a time: output-log.ts).
    */
-  private async appendAgain(stream: string, offset: number, data: Buffer): Promise<void> {
+  private async appendAgain(stream: string, offset: number, data: Buffer, fields: string[]): Promise<void> {
     const id = `${offset}-1`;
     const [held] = await this.redis.xrangeBuffer(stream, id, id);
     if (held && entryData(held).byteLength === data.byteLength) return;
@@ -319,7 +323,7 @@ export class RedisLog implements OutputLog {
     // XDEL leaves the stream's last ID where it was; XADD needs it below this chunk's.
     await this.redis.xsetid(stream, `${offset}-0`);
     log.warn("log.append", { stream, offset, outcome: "replaced", dropped: later.length });
-    await this.redis.xadd(stream, id, "d", data);
+    await this.redis.xadd(stream, id, "d", data, ...fields);
   }
 
   /** Trims and refreshes the TTL now and then; failures are retried by later appends. */
@@ -357,13 +361,13 @@ export class RedisLog implements OutputLog {
       this.redis.xrevrangeBuffer(stream, `${from}-0`, "-", "COUNT", 1),
       this.redis.xrangeBuffer(stream, `${from}-0`, last, "COUNT", count),
     ]);
-    for (const entry of before) collector.add(entryOffset(entry), entryData(entry));
+    for (const entry of before) collector.add(entryOffset(entry), entryData(entry), entryMeta(entry));
     let batch: Entry[] = first;
     let entries = 0;
     let bytes = 0;
     for (;;) {
       for (const entry of batch) {
-        if (!collector.add(entryOffset(entry), entryData(entry))) return collector.finish();
+        if (!collector.add(entryOffset(entry), entryData(entry), entryMeta(entry))) return collector.finish();
         entries++;
         bytes += entryData(entry).byteLength;
       }
@@ -412,6 +416,31 @@ function entryOffset([id]: Entry): number {
   return Number(text.slice(0, text.indexOf("-")));
 }
 
+/** The fields after `d` that keep a chunk's meta; the defaults (stdout, no terminal) are left out. */
+function metaFields(meta: ChunkMeta): string[] {
+  const fields = ["t", String(meta.at)];
+  if (meta.stream === "stderr") fields.push("s", "1");
+  if (meta.cols > 0 && meta.rows > 0) fields.push("z", `${meta.cols}x${meta.rows}`);
+  return fields;
+}
+
+function field(fields: Buffer[], name: string): Buffer | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i].toString("latin1") === name) return fields[i + 1];
+  return undefined;
+}
+
 function entryData([, fields]: Entry): Buffer {
-  return fields[1] ?? Buffer.alloc(0);
+  return field(fields, "d") ?? Buffer.alloc(0);
+}
+
+function entryMeta([, fields]: Entry): ChunkMeta {
+  const at = Number(field(fields, "t")?.toString("latin1"));
+  const size = /^(\d+)x(\d+)$/.exec(field(fields, "z")?.toString("latin1") ?? "");
+  if (!Number.isFinite(at) && !size) return UNKNOWN_META;
+  return {
+    stream: field(fields, "s")?.toString("latin1") === "1" ? "stderr" : "stdout",
+    at: Number.isFinite(at) && at >= 0 ? at : 0,
+    cols: size ? Number(size[1]) : 0,
+    rows: size ? Number(size[2]) : 0,
+  };
 }
