@@ -11,7 +11,7 @@ import { statFields } from "../runner/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
 import type { Session } from "../shared/session.js";
-import { TENANTS } from "./global-setup.js";
+import { SHARED_RETAIN_BYTES, TENANTS } from "./global-setup.js";
 import { Api, type ApiResponse, TermClient, fetchOutput, sha256, until, waitForRunners } from "./harness.js";
 
 const url = inject("edgeUrl");
@@ -221,6 +221,7 @@ describe("exec", () => {
 
   it("completes a 20 MiB stdout flood with every byte in the log", async () => {
     const size = 20 * MiB;
+    expect(SHARED_RETAIN_BYTES).toBeGreaterThanOrEqual(size); // the shared runner's OUTPUT_RETAIN_BYTES keeps it all
     const lineText = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV\n";
     const expected = Buffer.from(lineText.repeat(Math.ceil(size / lineText.length))).subarray(0, size);
     const result = await exec(sh(`yes ${lineText.trimEnd()} | head -c ${size}`, { timeoutSec: 300 }));

@@ -13,7 +13,7 @@ import { statFields } from "../runner/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, type OutputFrame, SseClient, TermClient, fetchOutput, liveSessionProcesses, until } from "./harness.js";
+import { Api, type OutputFrame, SseClient, TermClient, fetchOutput, liveSessionProcesses, sha256, until } from "./harness.js";
 
 const url = inject("edgeUrl");
 const runnerToken = inject("runnerToken");
@@ -99,6 +99,11 @@ function interleaving(frames: OutputFrame[]): { op: "stdout" | "stderr"; offset:
   return runs.map((r) => ({ op: r.op, offset: r.offset, text: Buffer.concat(r.bytes).toString("utf8") }));
 }
 
+/** Each frame's op, offset and length: what a replay must repeat exactly. */
+function shape(frames: OutputFrame[]): string[] {
+  return frames.map((f) => `${f.op}@${f.offset}+${f.data.byteLength}`);
+}
+
 /** `seq 1 n` as pipes carry it. */
 function seq(n: number): string {
   let out = "";
@@ -156,6 +161,8 @@ describe("stdout and stderr in one offset space", () => {
   const exitMessage = { type: "exit", status: "exited", exitCode: 7, signal: null, reason: "exit", offset: TOTAL };
 
   let id = "";
+  /** The live client's frames (op, offset, length), for the replays to repeat. */
+  let liveShape: string[] = [];
 
   it("keeps the streams apart, in the order written, live, replayed after a reconnect mid-way, over SSE and in the log", async () => {
     const s = await pipes(SCRIPT);
@@ -245,6 +252,8 @@ describe("stdout and stderr in one offset space", () => {
     expect(late?.offsetErrors).toEqual([]);
     expect(late?.startOffset).toBe(ends[3]);
     expect(interleaving([...early.frames(), ...(late as TermClient).frames()])).toEqual(EXPECTED);
+    liveShape = shape(live.frames());
+    expect(shape([...early.frames(), ...(late as TermClient).frames()])).toEqual(liveShape);
     expect(interleaving((late as TermClient).frames())).toEqual(expectedFrom(ends[3] as number));
     expect((late as TermClient).messages.find((m) => m.type === "exit")).toEqual(exitMessage);
 
@@ -291,6 +300,8 @@ describe("stdout and stderr in one offset space", () => {
       expect(client.messages.filter((m) => m.type === "gap" || m.type === "error")).toEqual([]);
     }
     expect(interleaving(all.frames())).toEqual(EXPECTED);
+    expect(shape(all.frames())).toEqual(liveShape);
+    expect(shape(atTail.frames())).toEqual(liveShape.slice(liveShape.findIndex((f) => f.includes(`@${ends[5]}+`))));
     expect(all.output.equals(merged)).toBe(true);
     expect(interleaving(inside.frames())).toEqual(expectedFrom((ends[0] as number) + 2));
     expect(inside.frames()[0]).toMatchObject({ op: "stderr", offset: (ends[0] as number) + 2 });
@@ -337,6 +348,67 @@ describe("stdout and stderr in one offset space", () => {
   });
 });
 
+describe("both streams at once", () => {
+  it("keeps stdout and stderr apart when both flood together; a replay has the live client's frames, op for op", async () => {
+    const lines = seq(100_000);
+    const size = Buffer.byteLength(lines);
+    // The floods start once both readers are live (a line of stdin), so that they get it all live.
+    const s = await pipes("read _; seq 1 100000 >&2 & seq 1 100000; wait");
+    const live = connect(s.id);
+    const events = sse(s.id);
+    await live.waitForMessage((m) => m.type === "live", "live");
+    await events.waitFor(() => events.status === 200, "the stream to open");
+    await acme.input(s.id, "\n");
+    const exit = await live.waitForMessage((m) => m.type === "exit", "exit", 30_000);
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: 2 * size });
+    expect(live.offsetErrors).toEqual([]);
+    expect(live.nextOffset).toBe(2 * size);
+    expect(live.stdout.toString() === lines).toBe(true);
+    expect(live.stderr.toString() === lines).toBe(true);
+    expect(live.stderrFrames.length).toBeGreaterThan(0);
+
+    // Whatever interleaving the runner read, the log and every reader have that one.
+    const order = interleaving(live.frames());
+    const replay = connect(s.id, "from=0");
+    await replay.waitForMessage((m) => m.type === "exit", "exit (replay)", 30_000);
+    expect(replay.offsetErrors).toEqual([]);
+    expect(interleaving(replay.frames())).toEqual(order);
+    // Frame for frame: the same ops at the same offsets with the same lengths.
+    expect(shape(replay.frames())).toEqual(shape(live.frames()));
+    await events.done;
+    const chunks = events.outputEvents();
+    expect(
+      interleaving(
+        chunks.map((c) => ({ op: c.event === "stderr" ? "stderr" : "stdout", offset: Number(c.id) - c.data.byteLength, data: c.data })),
+      ),
+    ).toEqual(order);
+    expect((await acme.outputStream(s.id, "stdout", 0, 2 * size)).toString() === lines).toBe(true);
+    expect((await acme.outputStream(s.id, "stderr", 0, 2 * size)).toString() === lines).toBe(true);
+    expect((await fetchOutput(acme, s.id, 0)).bytes.equals(live.output)).toBe(true);
+  });
+});
+
+describe("the exit while a client replays", () => {
+  it("sends a client replaying a long history every byte and then the exit, when the process exits meanwhile", async () => {
+    const size = 8 * 1024 * 1024;
+    const lineText = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV\n";
+    const history = Buffer.from(lineText.repeat(Math.ceil(size / lineText.length))).subarray(0, size);
+    const s = await pipes(`yes ${lineText.trimEnd()} | head -c ${size}; echo done >&2; read _; exit 5`);
+    const total = size + 5;
+    await until(async () => (await acme.get(s.id)).offset === total, 30_000, "the history to be written");
+    // The replay of 8 MiB is under way when stdin ends and the process exits.
+    const client = connect(s.id, "from=0");
+    await client.waitForMessage((m) => m.type === "replay", "replay");
+    expect(await acme.inputRequest(s.id, { data: "", eof: true })).toMatchObject({ status: 202 });
+    const exit = await client.waitForMessage((m) => m.type === "exit" || m.type === "error", "the exit", 30_000);
+    expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 5, signal: null, reason: "exit", offset: total });
+    expect(client.offsetErrors).toEqual([]);
+    expect(client.nextOffset).toBe(total);
+    expect(sha256(client.stdout)).toBe(sha256(history));
+    expect(client.stderr.toString()).toBe("done\n");
+  });
+});
+
 describe("stdin and eof", () => {
   it("tr a-z A-Z: input, then eof on REST, exits 0 with the text transformed; resize is 409 NOT_A_TTY", async () => {
     const s = await session({ pty: false, command: "/usr/bin/tr", args: ["a-z", "A-Z"] });
@@ -363,8 +435,8 @@ describe("stdin and eof", () => {
     const s = await session({ pty: false, command: "/usr/bin/tr", args: ["a-z", "A-Z"] });
     const client = connect(s.id);
     await client.opened;
+    // tr's stdout is a pipe: it prints nothing before its stdin ends.
     client.send("abc\n");
-    await client.waitForOutput("ABC\n");
     client.send("def");
     client.eof();
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit");
@@ -373,6 +445,18 @@ describe("stdin and eof", () => {
     expect(client.frames().map((f) => f.op)).toEqual(client.frames().map(() => "stdout"));
     expect(client.text).toBe("ABC\nDEF");
     expect(client.messages.filter((m) => m.type === "error")).toEqual([]);
+
+    // A writer token may close stdin too.
+    const w = await session({ pty: false, command: "/usr/bin/tr", args: ["a-z", "A-Z"] });
+    const minted = await acme.request("POST", `/v1/sessions/${w.id}/tokens`, { role: "writer" });
+    expect(minted.status).toBe(201);
+    const writer = connect(w.id, "from=0", minted.body.token as string);
+    await writer.opened;
+    writer.send("by writer");
+    writer.eof();
+    expect(await writer.waitForMessage((m) => m.type === "exit", "exit")).toMatchObject({ exitCode: 0, offset: 9 });
+    expect(writer.text).toBe("BY WRITER");
+    expect(writer.messages.filter((m) => m.type === "error")).toEqual([]);
 
     const empty = await session({ pty: false, command: "/usr/bin/wc", args: ["-c"] });
     expect(await acme.inputRequest(empty.id, { data: "", eof: true })).toMatchObject({ status: 202, body: { bytes: 0 } });
@@ -436,6 +520,15 @@ describe("bad input", () => {
     expect(await acme.inputRequest(s.id, { data: "two\n" })).toMatchObject(conflict);
     expect(await acme.inputRequest(s.id, { data: "three\n", eof: true })).toMatchObject(conflict);
     expect(await acme.inputRequest(s.id, { data: "", eof: true })).toMatchObject(conflict);
+    // Over the WebSocket: an error message for each, and the socket stays open.
+    client.send("four\n");
+    client.eof();
+    await client.waitFor(() => client.messages.filter((m) => m.type === "error").length === 2, "two refusals");
+    expect(client.messages.filter((m) => m.type === "error")).toEqual([
+      { type: "error", code: "CONFLICT", message: expect.any(String) },
+      { type: "error", code: "CONFLICT", message: expect.any(String) },
+    ]);
+    expect(client.closeCode).toBeUndefined();
     const now = await acme.get(s.id);
     expect(now.status).toBe("running");
     expect((await fetchOutput(acme, s.id, 0)).bytes.toString()).toBe("ONE\nstdin-closed\n");
@@ -532,6 +625,27 @@ describe("attacker", () => {
     });
     expect(code).toBe(4004);
     expect((await acme.get(s.id)).status).toBe("running");
+  });
+
+  it("reports the exit after every byte when a child holding stdout writes on and on", async () => {
+    const s = await pipes(`(while :; do echo tick; sleep 0.01; done) & echo "ticker=$!"; read _; echo bye`);
+    const client = connect(s.id);
+    await client.waitForOutput(/ticker=\d+\n(tick\n)+/);
+    const ticker = Number(/ticker=(\d+)\n/.exec(client.text)?.[1]);
+    spawned.push(ticker);
+    expect(await acme.inputRequest(s.id, { data: "", eof: true })).toMatchObject({ status: 202 });
+    const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 20_000);
+    expect(exit).toMatchObject({ type: "exit", status: "exited", exitCode: 0, reason: "exit" });
+    // Every byte before the exit, none after it; the log holds exactly those.
+    expect(exit.offset).toBe(client.nextOffset);
+    const exitAt = client.timeline.findIndex((e) => e.kind === "message" && e.message.type === "exit");
+    expect(client.timeline.slice(exitAt + 1).filter((e) => e.kind !== "message")).toEqual([]);
+    expect(client.offsetErrors).toEqual([]);
+    expect(client.text.split("\n").filter((l) => l !== "tick")).toEqual([`ticker=${ticker}`, "bye", ""]);
+    await until(() => !alive(ticker), 10_000, "the ticker to end");
+    const done = await acme.get(s.id);
+    expect(done).toMatchObject({ status: "exited", offset: exit.offset });
+    expect((await fetchOutput(acme, s.id, 0)).bytes.equals(client.output)).toBe(true);
   });
 
   it("ends a process whose children hold stdout open: the exit is reported and the children are gone", async () => {
