@@ -17,6 +17,8 @@ export interface ReadHandler {
 interface InFlight {
   from: number;
   to: number;
+  /** How far the answers have come: a read moved to another link goes on from here. */
+  reached: number;
   handler: ReadHandler;
   link: WebSocket | undefined;
   timer: ReturnType<typeof setTimeout>;
@@ -51,7 +53,7 @@ export class LogReads {
         message: waiting ? "no runner came to read the output log" : "the output log did not answer in time",
       });
     }, READ_TIMEOUT_MS);
-    const entry: InFlight = { from, to, handler, link: undefined, timer };
+    const entry: InFlight = { from, to, reached: from, handler, link: undefined, timer };
     this.inFlight.set(id, entry);
     const link = this.pickLink();
     if (link) this.send(id, entry, link);
@@ -90,25 +92,38 @@ export class LogReads {
     for (const [id, entry] of this.inFlight) if (!entry.link) this.send(id, entry, link);
   }
 
-  /** A link closed: the reads it was serving fail (their clients resume by offset). */
+  /**
+   * A link closed (the host's when the session ends, a reader's, or one that dropped): the reads
+   * it was serving go on from where their answers had come, on another open link, or on the
+   * host's when it is expected back, or on a reader summoned for them. A read's own timeout
+   * still bounds the wait.
+   */
   linkClosed(link: WebSocket): void {
+    let waiting = false;
     for (const [id, entry] of this.inFlight) {
-      if (entry.link === link) {
-        this.finish(id, undefined, { code: "INTERNAL", message: "the log reader went away; reconnect with from" });
-      }
+      if (entry.link !== link) continue;
+      entry.link = undefined;
+      const next = this.pickLink();
+      if (next && next !== link) this.send(id, entry, next);
+      else waiting = true;
     }
+    if (waiting && !this.expectHost()) this.summon();
   }
 
   // Answers count only from the link the read was sent on.
 
   chunk(link: WebSocket, id: number, offset: number, data: Uint8Array, meta: ChunkMeta): void {
     const entry = this.inFlight.get(id);
-    if (entry?.link === link) entry.handler.onChunk(offset, data, meta);
+    if (entry?.link !== link) return;
+    entry.reached = Math.max(entry.reached, offset + data.byteLength);
+    entry.handler.onChunk(offset, data, meta);
   }
 
   gap(link: WebSocket, id: number, from: number, to: number): void {
     const entry = this.inFlight.get(id);
-    if (entry?.link === link) entry.handler.onGap(from, to);
+    if (entry?.link !== link) return;
+    entry.reached = Math.max(entry.reached, to);
+    entry.handler.onGap(from, to);
   }
 
   end(link: WebSocket, id: number, to: number, error?: string): void {
@@ -118,7 +133,7 @@ export class LogReads {
 
   private send(id: number, entry: InFlight, link: WebSocket): void {
     entry.link = link;
-    const message: EdgeLinkMessage = { type: "read", id, from: entry.from, to: entry.to };
+    const message: EdgeLinkMessage = { type: "read", id, from: entry.reached, to: entry.to };
     sendQuietly(link, JSON.stringify(message));
   }
 
