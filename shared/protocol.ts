@@ -310,7 +310,7 @@ export const EdgeLinkMessage = z.discriminatedUnion("type", [
   z.object({ type: z.literal("resize"), cols: dimension, rows: dimension }),
   z.object({ type: z.literal("signal"), signal: SignalSchema }),
   /** end the process: SIGHUP (or `signal`) now, SIGKILL to everything it started after graceMs */
-  z.object({ type: z.literal("kill"), graceMs: z.number().int().min(0), signal: SignalSchema.optional() }),
+  z.object({ type: z.literal("kill"), graceMs: z.number().int().min(0), signal: z.enum(SIGNALS).optional() }),
   /** close the process's stdin after the input sent before this (`pty: false`); a terminal gets Ctrl+D */
   z.object({ type: z.literal("eof") }),
   /** first message on every link: the edge holds output below `offset`; send from there */

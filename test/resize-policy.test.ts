@@ -85,7 +85,7 @@ describe("resize policy", () => {
     expect(await viewer.waitForMessage((m) => m.type === "error", "the viewer's refusal")).toEqual({
       type: "error",
       code: "FORBIDDEN",
-      message: "a viewer may not send input, resize or signal",
+      message: "a viewer may not send input, resize, signal or eof",
     });
     expect(await size(s.id)).toEqual({ cols: 120, rows: 40 });
 
