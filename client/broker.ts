@@ -1,7 +1,7 @@
 // The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { base64ToBytes } from "../shared/base64.js";
-import type { Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
+import type { ExecResult, Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
@@ -30,6 +30,8 @@ export interface CreateOptions {
   env?: Record<string, string> | undefined;
   cols?: number | undefined;
   rows?: number | undefined;
+  /** false: pipes for stdin, stdout and stderr instead of a terminal (then no cols/rows). */
+  pty?: boolean | undefined;
   id?: string | undefined;
   tags?: string[] | undefined;
   label?: string | undefined;
@@ -39,6 +41,18 @@ export interface CreateOptions {
   idleTimeoutSec?: number | undefined;
   /** End it after this many seconds with no client attached (0: never). */
   detachedTimeoutSec?: number | undefined;
+}
+
+export interface ExecOptions {
+  args?: string[] | undefined;
+  cwd?: string | undefined;
+  env?: Record<string, string> | undefined;
+  /** Written to the process, then its stdin is closed (at most 1 MiB). */
+  stdin?: string | undefined;
+  /** Killed with SIGKILL when this passes: 1..3600 s, default 60. */
+  timeoutSec?: number | undefined;
+  /** Most output the answer carries, stdout and stderr together (default 1 MiB). */
+  maxOutputBytes?: number | undefined;
 }
 
 export interface ListFilter {
@@ -90,9 +104,9 @@ export class PtyBroker {
 
   /** Creates a session and attaches to it from its first byte. */
   async create(options: CreateOptions & ConnectOptions = {}): Promise<Pty> {
-    const { from: _from, onData, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs, ...body } = options;
+    const { from: _from, onData, onStdout, onStderr, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs, ...body } = options;
     const session = await this.createSession(body);
-    return this.connect(session.id, { from: 0, onData, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs });
+    return this.connect(session.id, { from: 0, onData, onStdout, onStderr, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs });
   }
 
   /** Creates a session without attaching to it. */
@@ -113,6 +127,7 @@ export class PtyBroker {
         openSocket: (sessionId, query) => this.openSocket(sessionId, query),
         rest: (method, path, body) => this.http.json(method, path, body),
         calls: new AgentCalls(this.http, id),
+        recording: (sessionId, range) => this.recording(sessionId, range),
       },
       this.tokenRole() === "viewer",
       options,
@@ -237,14 +252,43 @@ export class PtyBroker {
     await this.http.json("POST", `${this.path(id)}/signal`, { signal });
   }
 
-  /** Logged output from `from` (default: the oldest retained byte), at most 8 MiB per call. */
-  async output(id: string, range: { from?: number | undefined; to?: number | undefined } = {}): Promise<OutputRange> {
+  /**
+   * Runs one command to completion without a terminal (`POST /v1/exec`) and answers its exit
+   * and output: `{id, exitCode, signal, stdout, stderr, truncated, durationMs, timedOut}`. The
+   * `id` is a `pty: false` session, readable and replayable afterwards.
+   */
+  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    return this.http.json("POST", "/v1/exec", { command, ...options });
+  }
+
+  /**
+   * Logged output from `from` (default: the oldest retained byte), at most 8 MiB per call;
+   * `stream` keeps only stdout's or stderr's bytes of the range (`pty: false`).
+   */
+  async output(
+    id: string,
+    range: { from?: number | undefined; to?: number | undefined; stream?: "stdout" | "stderr" | undefined } = {},
+  ): Promise<OutputRange> {
     const query = new URLSearchParams();
     if (range.from !== undefined) query.set("from", String(range.from));
     if (range.to !== undefined) query.set("to", String(range.to));
+    if (range.stream !== undefined) query.set("stream", range.stream);
     const res = await this.http.send("GET", `${this.path(id)}/output${query.size ? `?${query}` : ""}`);
     const bytes = new Uint8Array(await res.arrayBuffer());
     return { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")), bytes };
+  }
+
+  /** The session's output as an asciicast v2 recording (`asciinema play` plays it). */
+  async recording(id: string, range: { from?: number | undefined; to?: number | undefined } = {}): Promise<string> {
+    return (await this.recordingResponse(id, range)).text();
+  }
+
+  /** The recording's response, its body streamed (the CLI writes it out as it comes). */
+  recordingResponse(id: string, range: { from?: number | undefined; to?: number | undefined } = {}): Promise<Response> {
+    const query = new URLSearchParams();
+    if (range.from !== undefined) query.set("from", String(range.from));
+    if (range.to !== undefined) query.set("to", String(range.to));
+    return this.http.send("GET", `${this.path(id)}/recording${query.size ? `?${query}` : ""}`);
   }
 
   /** Mints a session token (API key only): `viewer` reads, `writer` also types. */

@@ -1,4 +1,5 @@
 // The `ptybroker` command. Configuration: PTYBROKER_URL and PTYBROKER_API_KEY (or PTYBROKER_TOKEN).
+import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { type AttachResult, attach } from "./attach.js";
 import type { CommandRecord } from "../shared/agent.js";
@@ -22,6 +23,14 @@ Usage:
                                    code as ours; timed out (default 30 s, at most 3600): 124,
                                    the command keeps running. Ctrl+C interrupts the command
                                    (SIGINT to the session); twice leaves it running
+  ptybroker exec [--stdin-file F] [--timeout SECONDS] [--max-output BYTES] [--json] -- <command> [args...]
+                                   run one command to completion without a terminal: its stdout
+                                   to stdout, its stderr to stderr, its exit code as ours (128+n
+                                   for a signal; timed out, default 60 s: 124). Its stdin: the
+                                   file, or ours when it is not a terminal
+  ptybroker record <id> [--from OFFSET] [--to OFFSET] > session.cast
+                                   the session's output as an asciicast v2 recording, streamed to
+                                   stdout (play it with asciinema play session.cast)
   ptybroker screen <id> [--format text|json|ansi]
                                    the session's screen as it is now: text lines (default), the
                                    JSON state, or bytes that repaint it
@@ -428,10 +437,74 @@ async function runnerCredential(args: string[]): Promise<number> {
   return 0;
 }
 
+/** Signal numbers for exec's exit status (128 + n, as a shell reports a killed command). */
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+
+async function exec(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      "stdin-file": { type: "string" },
+      timeout: { type: "string" },
+      "max-output": { type: "string" },
+      json: { type: "boolean" },
+    },
+  });
+  const [command, ...commandArgs] = positionals;
+  if (!command) throw new UsageError("exec needs a command: exec -- <command> [args...]");
+  const timeoutSec = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeoutSec !== undefined && !(Number.isInteger(timeoutSec) && timeoutSec >= 1 && timeoutSec <= 3600)) {
+    throw new UsageError(`--timeout takes whole seconds 1..3600, got ${JSON.stringify(values.timeout)}`);
+  }
+  const maxOutputBytes = offset(values["max-output"]);
+  let stdin: string | undefined;
+  if (values["stdin-file"] !== undefined) stdin = await readFile(values["stdin-file"], "utf8");
+  else if (!process.stdin.isTTY) stdin = await text(process.stdin);
+  const result = await broker().exec(command, { args: commandArgs, stdin, timeoutSec, maxOutputBytes });
+  if (values.json) {
+    await write(new TextEncoder().encode(`${JSON.stringify(result, null, 2)}\n`));
+  } else {
+    await write(new TextEncoder().encode(result.stdout));
+    process.stderr.write(result.stderr);
+  }
+  const note = (line: string) => process.stderr.write(`[ptybroker: ${line}]\n`);
+  if (result.truncated) note(`output cut at ${maxOutputBytes ?? 1 << 20} bytes; all of it: ptybroker logs ${result.id}`);
+  if (result.timedOut) {
+    note(`timed out after ${timeoutSec ?? 60} s and killed (session ${result.id})`);
+    return TIMED_OUT_STATUS;
+  }
+  if (result.signal) return 128 + (SIGNAL_NUMBERS[result.signal] ?? 0);
+  return result.exitCode ?? 255;
+}
+
+/** A stream read to its end as UTF-8 text. */
+async function text(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+async function record(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { from: { type: "string" }, to: { type: "string" } },
+  });
+  const id = one(positionals, "session id");
+  const res = await broker().recordingResponse(id, { from: offset(values.from), to: offset(values.to) });
+  if (!res.body) return 0;
+  // Written as it comes: a long session's recording is never held whole.
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) await write(chunk);
+  return 0;
+}
+
 const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   run,
   attach: attachCommand,
   "run-cmd": runCmd,
+  exec,
+  record,
   screen,
   commands,
   ls,

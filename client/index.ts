@@ -3,6 +3,7 @@ export {
   PtyBroker,
   type PtyBrokerOptions,
   type CreateOptions,
+  type ExecOptions,
   type OutputRange,
   type ListFilter,
   type ListPageOptions,
@@ -34,6 +35,7 @@ export type {
   TenantEvent,
   TenantEventType,
   SessionTimers,
+  ExecResult,
 } from "../shared/session.js";
 export type { ExitInfo } from "../shared/protocol.js";
 export type { ExpectResult, CommandRecord, RunResult, ScreenState } from "../shared/agent.js";

@@ -22,8 +22,10 @@ import { PtyBrokerError } from "./errors.js";
 export type ConnectionState = "connecting" | "open" | "reconnecting" | "closed";
 
 export interface PtyEvents extends Record<string, unknown[]> {
-  /** Output bytes, each exactly once and in order; `offset` is the first byte's offset. */
+  /** Output bytes (the terminal's, or stdout with `pty: false`), each exactly once and in order; `offset` is the first byte's offset. */
   data: [bytes: Uint8Array, offset: number];
+  /** stderr bytes of a `pty: false` session, in the same offset space as `data`. */
+  stderr: [bytes: Uint8Array, offset: number];
   state: [state: ConnectionState];
   /** Output in [from, to) is gone from the log (trimmed by retention) and will never arrive. */
   gap: [gap: { from: number; to: number }];
@@ -60,6 +62,10 @@ export interface ConnectOptions {
    */
   onLag?: "cut" | "screen" | undefined;
   onData?: DataListener | undefined;
+  /** `pty: false`: stdout (the same as `onData`). */
+  onStdout?: DataListener | undefined;
+  /** `pty: false`: stderr (`stderr` events). */
+  onStderr?: DataListener | undefined;
   /** Listens to `screen` events from the start (see `PtyEvents.screen`). */
   onScreen?: ((screen: ScreenRepaint) => void) | undefined;
   /** Reconnect backoff: exponential from `baseMs` to `maxMs`, with jitter. */
@@ -107,6 +113,8 @@ export interface PtyTransport {
   rest<T>(method: string, path: string, body?: unknown): Promise<T>;
   /** The agent layer's calls for this session. */
   calls: AgentCalls;
+  /** `GET .../recording` as text. */
+  recording(id: string, range: { from?: number | undefined; to?: number | undefined }): Promise<string>;
 }
 
 /** How often the client acknowledges output (the edge cuts clients too far behind, 4008). */
@@ -165,6 +173,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   ) {
     super();
     if (options.onData) this.on("data", options.onData);
+    if (options.onStdout) this.on("data", options.onStdout);
+    if (options.onStderr) this.on("stderr", options.onStderr);
     if (options.onScreen) this.on("screen", options.onScreen);
     this.on("data", (bytes) => this.feedConsumers(bytes));
     this.ready = new Promise<void>((resolve, reject) => {
@@ -207,6 +217,21 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         await this.transport.rest("POST", this.path("input"), { data: bytesToBase64(piece), encoding: "base64" });
       }
     }
+  }
+
+  /**
+   * End of input: closes the process's stdin (`pty: false`) after what was sent before; on a
+   * terminal it types Ctrl+D, as a person would.
+   */
+  async closeStdin(): Promise<void> {
+    this.assertWritable();
+    if (this.isOpen()) this.socket?.send(JSON.stringify({ type: "eof" }));
+    else await this.transport.rest("POST", this.path("input"), { data: "", eof: true });
+  }
+
+  /** The session's output as an asciicast v2 recording (`asciinema play` plays it), from `from` to `to`. */
+  recording(range: { from?: number | undefined; to?: number | undefined } = {}): Promise<string> {
+    return this.transport.recording(this.id, range);
   }
 
   async resize(size: { cols: number; rows: number }): Promise<void> {
@@ -418,7 +443,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     }
     const frame = decodeFrame(new Uint8Array(data as ArrayBuffer));
     if (frame.op === "screen") return this.screenFrame(frame.offset, frame.data);
-    if (frame.op !== "output") return;
+    if (frame.op !== "output" && frame.op !== "stderr") return;
     let { offset, data: bytes } = frame;
     const end = offset + bytes.byteLength;
     if (this.next !== undefined) {
@@ -431,7 +456,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
       }
     }
     this.next = end;
-    if (bytes.byteLength > 0) this.emit("data", bytes, offset);
+    if (bytes.byteLength > 0) this.emit(frame.op === "stderr" ? "stderr" : "data", bytes, offset);
     if (end - this.acked >= ACK_EVERY_BYTES && this.isOpen()) {
       this.acked = end;
       this.socket?.send(JSON.stringify({ type: "ack", offset: end }));
@@ -625,7 +650,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   }
 
   private assertWritable(): void {
-    if (this.readOnly) throw new PtyBrokerError("FORBIDDEN", "a viewer token may not send input, resize or signal");
+    if (this.readOnly) throw new PtyBrokerError("FORBIDDEN", "a viewer token may not send input, eof, resize or signal");
   }
 
   private path(action: string): string {

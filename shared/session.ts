@@ -107,6 +107,22 @@ export interface TenantEvent {
   at: string;
 }
 
+/** What `POST /v1/exec` answers (DESIGN §11). */
+export interface ExecResult {
+  /** The `pty: false` session it ran as: readable and replayable like any other. */
+  id: string;
+  exitCode: number | null;
+  signal: string | null;
+  /** UTF-8 text; stdout and stderr together carry at most `maxOutputBytes`, the first in output order. */
+  stdout: string;
+  stderr: string;
+  /** The output was longer than `maxOutputBytes` (or older output was already trimmed). */
+  truncated: boolean;
+  durationMs: number;
+  /** `timeoutSec` passed and the process was killed with SIGKILL. */
+  timedOut: boolean;
+}
+
 /** A page of `GET /v1/sessions`: `nextCursor` continues after the last one, null at the end. */
 export interface SessionPage {
   sessions: Session[];

@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { ApiError, type Failure, unwrap } from "../shared/errors.js";
-import type { Session } from "../shared/session.js";
+import type { ExecResult, Session } from "../shared/session.js";
 import { completeUtf8Length } from "../shared/utf8.js";
 import { type AuthVariables, authenticate, requireOwner } from "./auth.js";
 import { type Env, sessionStub } from "./env.js";
@@ -15,19 +15,6 @@ import type { StreamsRange } from "./output-reads.js";
 import { ExecBody, MAX_EXEC_STDIN_BYTES } from "./schemas.js";
 import { createSession } from "./session-create.js";
 import { jsonBodies, validate } from "./validate.js";
-
-/** What `POST /v1/exec` answers. */
-export interface ExecResult {
-  id: string;
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  /** The output was longer than `maxOutputBytes` (or older output was already trimmed). */
-  truncated: boolean;
-  durationMs: number;
-  timedOut: boolean;
-}
 
 /** How long past its timeout the route waits for the session's own timer to have ended it. */
 const EXIT_SLACK_MS = 15_000;
