@@ -3,6 +3,7 @@ import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../sha
 import { base64ToBytes } from "../shared/base64.js";
 import type { ExecResult, Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
+import { PATIENCE_NEEDED_SEC } from "./patience.js";
 import { PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
 import { Http } from "./http.js";
@@ -258,7 +259,9 @@ export class PtyBroker {
    * `id` is a `pty: false` session, readable and replayable afterwards.
    */
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return this.http.json("POST", "/v1/exec", { command, ...options });
+    // The answer comes when the command ends, up to an hour later: outlast Node's 300 s limit.
+    const patient = (options.timeoutSec ?? 60) > PATIENCE_NEEDED_SEC;
+    return this.http.json("POST", "/v1/exec", { command, ...options }, { patient });
   }
 
   /**
