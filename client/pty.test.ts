@@ -59,6 +59,9 @@ function scripted() {
     rest: async () => {
       throw new Error("no REST in this test");
     },
+    recording: async () => {
+      throw new Error("no REST in this test");
+    },
     calls: new AgentCalls(
       new Http("http://broker.invalid", { apiKey: "k" }, async () => {
         throw new Error("no REST in this test");

@@ -1,6 +1,7 @@
 // The programs the tests run that npm cannot bring: chromium (test/web.test.ts drives the page in
-// it), redis-server and redis-cli (the output log, the Redis Cluster), tmux (test/cli.test.ts) and
-// vim (test/cli.test.ts detaches from inside it; sessions run it from their own PATH).
+// it), redis-server and redis-cli (the output log, the Redis Cluster), tmux (test/cli.test.ts),
+// vim (test/cli.test.ts detaches from inside it; sessions run it from their own PATH) and
+// asciinema (test/recording.test.ts plays recordings back with `asciinema cat`).
 //
 // `tsx scripts/test-tools.ts` (npm's `pretest`) finds each one, or provides it from Debian's
 // packages, and writes where it is to node_modules/.cache/ptybroker-test-tools/tools.json:
@@ -18,7 +19,7 @@ import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export type Tool = "chromium" | "redis-server" | "redis-cli" | "tmux" | "vim";
+export type Tool = "chromium" | "redis-server" | "redis-cli" | "tmux" | "vim" | "asciinema";
 
 /** Per program: its Debian package, the real binary inside it, and who needs it (for messages). */
 const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
@@ -28,6 +29,8 @@ const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
   "redis-cli": { pkg: "redis-tools", binary: "usr/bin/redis-cli", for: "the Redis Cluster tests" },
   tmux: { pkg: "tmux", binary: "usr/bin/tmux", for: "test/cli.test.ts" },
   vim: { pkg: "vim", binary: "usr/bin/vim.basic", for: "test/cli.test.ts (detach from inside vim)" },
+  // A Python program: unpacked, its modules are found through PYTHONPATH (localTool).
+  asciinema: { pkg: "asciinema", binary: "usr/bin/asciinema", for: "test/recording.test.ts (asciinema cat)" },
 };
 const NAMES = Object.keys(TOOLS) as Tool[];
 
@@ -117,6 +120,7 @@ function localTool(name: Tool): string | undefined {
     "#!/bin/sh",
     `# ${name} unpacked by scripts/test-tools.ts, run with its unpacked libraries.`,
     `export LD_LIBRARY_PATH='${libraries}'\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}`,
+    `export PYTHONPATH='${join(root, "usr/lib/python3/dist-packages")}'\${PYTHONPATH:+:$PYTHONPATH}`,
     `exec '${binary}' "$@"`,
   ].join("\n");
   writeFileSync(wrapper, `${script}\n`, { mode: 0o755 });
