@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { launchChromium } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, until } from "./harness.js";
@@ -256,6 +256,31 @@ describe("web page", () => {
     expect(logged).toContain("after-2");
     expect(logged).not.toContain("typed-by-viewer");
     expect(await page.locator("#message").isHidden()).toBe(true);
+  });
+
+  it("downloads the open session's recording (asciicast v2, o events equal to the output) on a phone and a desktop; shows a pty: false session's stderr", async () => {
+    const s = await api.create({ pty: false, command: "/bin/sh", args: ["-c", "echo to-out; echo to-err >&2; read x"] });
+    created.add(s.id);
+    const minted = await api.request<{ token: string }>("POST", `/v1/sessions/${s.id}/tokens`, { role: "viewer" });
+    for (const [device, name] of [
+      [PHONE, "recording-phone.png"],
+      [DESKTOP, "recording-desktop.png"],
+    ] as const) {
+      const page = await openPage(`${url}/#session=${s.id}&token=${minted.body.token}`, device);
+      await status(page, "open").waitFor();
+      await waitForRow(page, "to-err");
+      await expectOnScreen(page, "#record");
+      await page.screenshot({ path: shot(name) });
+      const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#record").click()]);
+      expect(download.suggestedFilename()).toBe(`${s.id}.cast`);
+      const path = await download.path();
+      const text = readFileSync(path, "utf8");
+      const [header, ...events] = text.trimEnd().split("\n").map((line) => JSON.parse(line) as unknown);
+      expect(header).toMatchObject({ version: 2, width: 80, height: 24 });
+      const shown = (events as [number, string, string][]).filter((e) => e[1] === "o").map((e) => e[2]).join("");
+      expect(shown).toBe((await fetchOutput(api, s.id, 0)).bytes.toString("utf8"));
+      expect(shown).toBe("to-out\nto-err\n");
+    }
   });
 
   it("lists sessions, refuses a wrong key, attaches from the list and kills", async () => {

@@ -60,6 +60,7 @@ const ui = {
   message: element("message"),
   signout: element<HTMLButtonElement>("signout"),
   detach: element<HTMLButtonElement>("detach"),
+  record: element<HTMLButtonElement>("record"),
   signinForm: element<HTMLFormElement>("signin-form"),
   apikey: element<HTMLInputElement>("apikey"),
   sidebar: element("sidebar"),
@@ -362,6 +363,7 @@ function detach(): void {
   term.options.disableStdin = false;
   ui.readonly.hidden = true;
   ui.detach.hidden = true;
+  ui.record.hidden = true;
   ui.title.textContent = "";
   setAttached(false);
   setStatus("idle");
@@ -369,9 +371,10 @@ function detach(): void {
   markAttached();
 }
 
-/** What the terminal is fed: output bytes, and a screen drawn in place of the history. */
+/** What the terminal is fed: output bytes (stderr too, for `pty: false`), and a screen drawn in place of the history. */
 interface Feed {
   onData: (bytes: Uint8Array) => void;
+  onStderr: (bytes: Uint8Array) => void;
   onScreen: (screen: ScreenRepaint) => void;
 }
 
@@ -396,6 +399,9 @@ async function attach(open: (feed: Feed) => Promise<Pty>): Promise<void> {
   try {
     next = await open({
       onData: (bytes) => {
+        if (mine === generation) term.write(bytes);
+      },
+      onStderr: (bytes) => {
         if (mine === generation) term.write(bytes);
       },
       onScreen: (screen) => {
@@ -457,10 +463,14 @@ async function attach(open: (feed: Feed) => Promise<Pty>): Promise<void> {
 
   const session = next.session;
   if (session) sessionSize = { cols: session.cols, rows: session.rows };
+  // Pipes (`pty: false`) end lines with a bare \n, which a terminal's line discipline would
+  // have turned into \r\n: the page does that itself for them.
+  term.options.convertEol = session?.pty === false;
   ui.title.textContent = session?.label ? `${next.id} · ${session.label}` : next.id;
   ui.title.title = ui.title.textContent;
   ui.readonly.hidden = !next.readOnly;
   ui.detach.hidden = mode !== "owner";
+  ui.record.hidden = false;
   term.options.disableStdin = next.readOnly;
   setAttached(true, next.readOnly);
   if (session && isEnded(session)) {
@@ -563,7 +573,7 @@ async function attachTo(id: string): Promise<void> {
   // the link asks otherwise (`&from=0` replays everything, `&from=screen` always draws the screen).
   const asked = fragment().get("from");
   const from = asked === "screen" ? "screen" : asked !== null && /^\d{1,15}$/.test(asked) ? Number(asked) : "auto";
-  await attach(({ onData, onScreen }) => b.connect(id, { from, onData, onScreen }));
+  await attach(({ onData, onStderr, onScreen }) => b.connect(id, { from, onData, onStderr, onScreen }));
 }
 
 function rowButton(id: string, className: string): HTMLButtonElement | null {
@@ -670,6 +680,21 @@ ui.signinForm.addEventListener("submit", (event) => {
 });
 ui.signout.addEventListener("click", signOut);
 element("signout-drawer").addEventListener("click", signOut);
+/** The open session's recording (asciicast v2), saved as `<id>.cast`. */
+async function downloadRecording(): Promise<void> {
+  if (!pty) return;
+  const id = pty.id;
+  const text = await requireBroker().recording(id);
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], { type: "application/x-asciicast" }));
+  link.download = `${id}.cast`;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+}
+
+ui.record.addEventListener("click", () => act(downloadRecording));
 ui.detach.addEventListener("click", () => {
   detach();
   rememberSession(null);
