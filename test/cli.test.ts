@@ -395,3 +395,42 @@ describe("ptybroker events", () => {
     }
   });
 });
+
+describe("ptybroker exec and record", () => {
+  /** The CLI with `stdin` piped in, its streams and exit code. */
+  function run(args: string[], stdin: string): Promise<{ code: number | null; out: string; err: string }> {
+    const child = spawn("node", [CLI, ...args], {
+      env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: TENANTS.acme },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const got = { out: "", err: "" };
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (got.out += text));
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (got.err += text));
+    child.stdin.end(stdin);
+    return new Promise((resolve) => child.once("close", (code) => resolve({ code, ...got })));
+  }
+
+  it("exec: its stdin from ours, stdout and stderr apart, its exit code as ours; 124 on a timeout", async () => {
+    expect(await run(["exec", "--", "/bin/sh", "-c", "tr a-z A-Z; echo oops >&2; exit 3"], "piped\n")).toEqual({
+      code: 3,
+      out: "PIPED\n",
+      err: "oops\n",
+    });
+    const slow = await run(["exec", "--timeout", "1", "--", "/bin/sleep", "30"], "");
+    expect(slow.code).toBe(124);
+    expect(slow.err).toMatch(/^\[ptybroker: timed out after 1 s and killed \(session [\w-]+\)\]\n$/);
+  });
+
+  it("record: the session's asciicast on stdout, o events equal to its output", async () => {
+    const s = await api.create({ command: "/bin/sh", args: ["-c", "printf 'rec €\\n'"] });
+    sessions.push(s.id);
+    const ended = await until(async () => ((await api.get(s.id)).status === "exited" ? api.get(s.id) : undefined), 15_000, "the exit");
+    const { stdout } = await cli(["record", s.id]);
+    const [header, ...events] = stdout.toString("utf8").trimEnd().split("\n").map((text) => JSON.parse(text) as unknown);
+    expect(header).toMatchObject({ version: 2, width: 80, height: 24 });
+    const shown = (events as [number, string, string][]).filter((e) => e[1] === "o").map((e) => e[2]).join("");
+    expect(Buffer.from(shown)).toEqual((await fetchOutput(api, s.id, 0)).bytes);
+    expect(shown).toBe("rec €\r\n");
+    expect(ended.offset).toBe(Buffer.byteLength(shown));
+  });
+});

@@ -367,4 +367,34 @@ describe("SDK: lifecycle events, paging, update", () => {
     const writer = new PtyBroker({ url, token: await pty.token("writer", { ttlSec: 60 }) });
     await expect(writer.update(pty.id, { label: "nope" })).rejects.toMatchObject({ code: "FORBIDDEN", status: 403 });
   });
+
+  it("exec answers exit, streams apart and an id that replays; create({pty: false}) with onStdout, onStderr and closeStdin; recording()", async () => {
+    const r = await broker.exec("/bin/sh", { args: ["-c", "tr a-z A-Z; echo oops >&2; exit 3"], stdin: "hello\n" });
+    sessions.push(r.id);
+    expect(r).toMatchObject({ exitCode: 3, signal: null, stdout: "HELLO\n", stderr: "oops\n", truncated: false, timedOut: false });
+    expect((await broker.get(r.id)).pty).toBe(false);
+    expect(Buffer.from((await broker.output(r.id, { stream: "stderr" })).bytes).toString()).toBe("oops\n");
+
+    const out: string[] = [];
+    const err: string[] = [];
+    const p = await track(
+      broker.create({
+        pty: false,
+        command: "/bin/sh",
+        args: ["-c", "tr a-z A-Z; echo done >&2"],
+        onStdout: (bytes) => out.push(Buffer.from(bytes).toString()),
+        onStderr: (bytes) => err.push(Buffer.from(bytes).toString()),
+      }),
+    );
+    await expect(broker.resize(p.id, { cols: 100, rows: 30 })).rejects.toMatchObject({ code: "NOT_A_TTY", status: 409 });
+    await p.sendInput("abc\n");
+    await p.closeStdin();
+    expect(await p.wait()).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(out.join("")).toBe("ABC\n");
+    expect(err.join("")).toBe("done\n");
+
+    const cast = (await p.recording()).trimEnd().split("\n").map((text) => JSON.parse(text) as unknown);
+    expect(cast[0]).toMatchObject({ version: 2, width: 80, height: 24 });
+    expect((cast.slice(1) as [number, string, string][]).map((e) => e[2]).join("")).toBe("ABC\ndone\n");
+  });
 });
