@@ -3,16 +3,15 @@
 // most maxOutputBytes, the first bytes in output order), a timeout that SIGKILLs; underneath a
 // `pty: false` session whose id stays readable and replayable and which counts toward the
 // tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { statFields } from "../runner/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import type { Session } from "../shared/session.js";
+import type { ExecResult, Session } from "../shared/session.js";
 import { SHARED_RETAIN_BYTES, TENANTS } from "./global-setup.js";
-import { Api, type ApiResponse, TermClient, fetchOutput, sha256, until, waitForRunners } from "./harness.js";
+import { Api, type ApiResponse, TermClient, alive, commandOf, fetchOutput, sha256, until, waitForRunners } from "./harness.js";
 
 const url = inject("edgeUrl");
 const runnerToken = inject("runnerToken");
@@ -22,16 +21,6 @@ const globex = new Api(url, TENANTS.globex);
 const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 const MiB = 1 << 20;
 
-interface ExecResult {
-  id: string;
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-  durationMs: number;
-  timedOut: boolean;
-}
 
 const created: { api: Api; id: string }[] = [];
 const clients: TermClient[] = [];
@@ -64,18 +53,7 @@ function sh(script: string, extra: Record<string, unknown> = {}): Record<string,
   return { command: "/bin/sh", args: ["-c", script], ...extra };
 }
 
-function alive(pid: number): boolean {
-  const state = statFields(pid)?.[0];
-  return state !== undefined && state !== "Z";
-}
 
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
-  } catch {
-    return ""; // gone
-  }
-}
 
 const invalid = { error: { code: "INVALID_REQUEST", message: expect.any(String) } };
 

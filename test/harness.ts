@@ -1,6 +1,7 @@
 // Helpers for end-to-end tests: a small REST client, a WebSocket terminal client that checks
 // offsets as frames arrive, and deadline-bound waits driven by events (never fixed sleeps).
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import headless from "@xterm/headless";
 import { createParser } from "eventsource-parser";
 import WebSocket from "ws";
@@ -548,6 +549,21 @@ export function liveSessionProcesses(sid: number): number[] {
 /** The parent pid of `pid` (which runner process owns a session). */
 export function parentPid(pid: number): number {
   return Number(statFields(pid)?.[1]);
+}
+
+/** A live process (not a zombie). */
+export function alive(pid: number): boolean {
+  const state = statFields(pid)?.[0];
+  return state !== undefined && state !== "Z";
+}
+
+/** A process's command line, words joined with spaces; "" once it is gone. */
+export function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
+  } catch {
+    return ""; // gone
+  }
 }
 
 /** Everything `GET .../output` holds from `from`, following `X-Offset-To` across responses. */

@@ -3,7 +3,7 @@
 // runner's secrets and is not root; one tenant's session can neither read another tenant's
 // files nor signal its processes; every process a session starts ends with it, also those that
 // left its terminal session (setsid, nohup), on DELETE, on exit, and after a runner crash.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
@@ -11,7 +11,7 @@ import { statFields } from "../runner/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, until, waitForRunners } from "./harness.js";
+import { Api, TermClient, alive, commandOf, until, waitForRunners } from "./harness.js";
 
 const url = inject("edgeUrl");
 const runnerToken = inject("runnerToken");
@@ -64,19 +64,7 @@ async function run(client: TermClient, command: string, deadlineMs?: number): Pr
   return text.slice(from, text.lastIndexOf(end)).replaceAll("\r\n", "\n");
 }
 
-/** A live process (not a zombie). */
-function alive(pid: number): boolean {
-  const state = statFields(pid)?.[0];
-  return state !== undefined && state !== "Z";
-}
 
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
-  } catch {
-    return ""; // gone
-  }
-}
 
 /**
  * Starts, from the session, a `sleep 300` in a terminal session of its own (`setsid -f`) and a

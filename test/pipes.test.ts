@@ -4,16 +4,14 @@
 // closed by `eof` (REST and WebSocket; Ctrl+D on a terminal); what a terminal alone has (resize,
 // screen, run) refused with NOT_A_TTY; and the same boundaries as a terminal's session (tenant's
 // user, no runner secret, roles, tenants, every process ending with the session).
-import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { statFields } from "../runner/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, type OutputFrame, SseClient, TermClient, fetchOutput, liveSessionProcesses, sha256, until } from "./harness.js";
+import { Api, type OutputFrame, SseClient, TermClient, alive, commandOf, fetchOutput, liveSessionProcesses, sha256, until } from "./harness.js";
 
 const url = inject("edgeUrl");
 const runnerToken = inject("runnerToken");
@@ -73,18 +71,7 @@ async function ended(api: Api, id: string, deadlineMs = 20_000): Promise<Session
   );
 }
 
-function alive(pid: number): boolean {
-  const state = statFields(pid)?.[0];
-  return state !== undefined && state !== "Z";
-}
 
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ");
-  } catch {
-    return ""; // gone
-  }
-}
 
 /** Frames with adjacent frames of the same stream at contiguous offsets joined: the streams' interleaving, whatever the chunking. */
 function interleaving(frames: OutputFrame[]): { op: "stdout" | "stderr"; offset: number; text: string }[] {
