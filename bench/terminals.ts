@@ -53,7 +53,8 @@ export async function stackTerm(stack: BenchStack, sessionId: string, from: numb
           return;
         }
         const frame = decodeFrame(data);
-        if (frame.op !== "output") return;
+        // stdout (or the terminal) and stderr share one offset space (pty: false sessions).
+        if (frame.op !== "output" && frame.op !== "stderr") return;
         if (next !== undefined && frame.offset !== next) throw new Error(`offset ${frame.offset}, expected ${next}`);
         next = frame.offset + frame.data.byteLength;
         received += frame.data.byteLength;
