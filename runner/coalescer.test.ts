@@ -402,3 +402,54 @@ describe("Coalescer", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe("Coalescer with two streams (pty: false)", () => {
+  function twoStreams() {
+    const chunks: { offset: number; text: string; stream: string }[] = [];
+    const coalescer = new Coalescer((offset, bytes, stream) => chunks.push({ offset, text: bytes.toString("utf8"), stream }), {
+      maxBytes: 64,
+      delayMs: DELAY,
+    });
+    return { coalescer, chunks };
+  }
+
+  it("never mixes the streams in a chunk: a push of the other one emits what is pending first", () => {
+    const { coalescer, chunks } = twoStreams();
+    coalescer.push(utf8("out-1 "));
+    coalescer.push(utf8("out-2 "));
+    coalescer.push(utf8("err-1 "), "stderr");
+    coalescer.push(utf8("out-3"));
+    coalescer.flush(true);
+    expect(chunks).toEqual([
+      { offset: 0, text: "out-1 out-2 ", stream: "stdout" },
+      { offset: 12, text: "err-1 ", stream: "stderr" },
+      { offset: 18, text: "out-3", stream: "stdout" },
+    ]);
+  });
+
+  it("holds a stream's unfinished character while the other writes, and finishes it with that stream's next bytes", () => {
+    const { coalescer, chunks } = twoStreams();
+    const euro = utf8("€");
+    coalescer.push(Buffer.concat([utf8("a"), euro.subarray(0, 1)]));
+    coalescer.push(utf8("E"), "stderr");
+    coalescer.push(euro.subarray(1));
+    coalescer.flush(true);
+    expect(chunks).toEqual([
+      { offset: 0, text: "a", stream: "stdout" },
+      { offset: 1, text: "E", stream: "stderr" },
+      { offset: 2, text: "€", stream: "stdout" },
+    ]);
+  });
+
+  it("emits a held unfinished character at the end, as it is", () => {
+    const { coalescer, chunks } = twoStreams();
+    coalescer.push(utf8("€").subarray(0, 2), "stderr");
+    coalescer.push(utf8("o"));
+    coalescer.flush(true);
+    // The two bytes of the unfinished € (read back as U+FFFD), then "o" after them.
+    expect(chunks).toEqual([
+      { offset: 0, text: "\ufffd", stream: "stderr" },
+      { offset: 2, text: "o", stream: "stdout" },
+    ]);
+  });
+});
