@@ -176,15 +176,15 @@ const frameBytes = fc
       // Frames starting with a real opcode, of every length around the headers.
       fc
         .tuple(
-          fc.constantFrom(0x01, 0x02, 0x03),
+          fc.constantFrom(0x01, 0x02, 0x03, 0x04, 0x05),
           fc.integer({ min: 0, max: READ_CHUNK_HEADER_BYTES + 2 }),
           fc.uint8Array({ minLength: READ_CHUNK_HEADER_BYTES + 2, maxLength: READ_CHUNK_HEADER_BYTES + 2 }),
         )
         .map(([op, length, rest]) => Uint8Array.from([op, ...rest.subarray(0, length)])),
-      // Output and read-chunk headers whose offsets straddle 2^53.
+      // Output, stderr and read-chunk headers whose offsets straddle 2^53 (read chunks: any stream byte, time and size).
       fc
         .tuple(
-          fc.constantFrom(0x01, 0x03),
+          fc.constantFrom(0x01, 0x03, 0x05),
           fc.constantFrom(0, 1, 0x1fffff, 0x200000, 0x200001, 0x7fffffff, 0xffffffff),
           fc.integer({ min: 0, max: 0xffffffff }),
           bytes(16),
@@ -192,16 +192,18 @@ const frameBytes = fc
         .map(([op, high, low, tail]) => {
           const frame = new Uint8Array(READ_CHUNK_HEADER_BYTES + tail.byteLength);
           const view = new DataView(frame.buffer);
+          frame.set(tail, READ_CHUNK_HEADER_BYTES);
           frame[0] = op;
-          if (op === Op.Output) {
+          if (op !== Op.ReadChunk) {
             view.setUint32(1, high);
             view.setUint32(5, low);
           } else {
             view.setUint32(1, low);
             view.setUint32(5, high);
             view.setUint32(9, low);
+            frame[13] = tail[0] % 3; // 0, 1, or a stream that does not exist
+            view.setFloat64(14, [0, 1.7e12, -1, Number.NaN, Infinity][tail[1] % 5]);
           }
-          frame.set(tail, READ_CHUNK_HEADER_BYTES);
           return frame;
         }),
     ),
@@ -344,19 +346,24 @@ describe("decodeFrame on arbitrary bytes", () => {
       fc.property(frameBytes, (frame) => {
         const copy = frame.slice();
         const decoded = decodeFrame(frame);
-        expect(["output", "input", "readChunk", "invalid"]).toContain(decoded.op);
+        expect(["output", "stderr", "screen", "input", "readChunk", "invalid"]).toContain(decoded.op);
         // Decoding reads, never writes.
         expect(Array.from(frame)).toEqual(Array.from(copy));
 
         const first = frame.byteLength === 0 ? undefined : frame[0];
         let expected: string;
+        const atOffset: Record<number, string> = { [Op.Output]: "output", [Op.Stderr]: "stderr", [Op.Screen]: "screen" };
         if (first === Op.Input) expected = "input";
-        else if (first === Op.Output) {
+        else if (first !== undefined && atOffset[first]) {
           expected =
-            frame.byteLength >= OUTPUT_HEADER_BYTES && u64(frame, 1) <= BigInt(MAX_SAFE) ? "output" : "invalid";
+            frame.byteLength >= OUTPUT_HEADER_BYTES && u64(frame, 1) <= BigInt(MAX_SAFE) ? atOffset[first] : "invalid";
         } else if (first === Op.ReadChunk) {
+          const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+          const at = frame.byteLength >= READ_CHUNK_HEADER_BYTES ? view.getFloat64(14) : Number.NaN;
           expected =
-            frame.byteLength >= READ_CHUNK_HEADER_BYTES && u64(frame, 5) <= BigInt(MAX_SAFE) ? "readChunk" : "invalid";
+            frame.byteLength >= READ_CHUNK_HEADER_BYTES && u64(frame, 5) <= BigInt(MAX_SAFE) && frame[13] <= 1 && Number.isFinite(at) && at >= 0
+              ? "readChunk"
+              : "invalid";
         } else expected = "invalid";
         expect(decoded.op).toBe(expected);
 
@@ -366,15 +373,16 @@ describe("decodeFrame on arbitrary bytes", () => {
           return;
         }
         const header =
-          decoded.op === "input" ? 1 : decoded.op === "output" ? OUTPUT_HEADER_BYTES : READ_CHUNK_HEADER_BYTES;
+          decoded.op === "input" ? 1 : decoded.op === "readChunk" ? READ_CHUNK_HEADER_BYTES : OUTPUT_HEADER_BYTES;
         // The payload is a view of the same memory, exactly the bytes after the header.
         expect(decoded.data.buffer).toBe(frame.buffer);
         expect(decoded.data.byteOffset).toBe(frame.byteOffset + header);
         expect(decoded.data.byteOffset + decoded.data.byteLength).toBe(frame.byteOffset + frame.byteLength);
-        if (decoded.op === "output") expect(BigInt(decoded.offset)).toBe(u64(frame, 1));
+        if (decoded.op === "output" || decoded.op === "stderr" || decoded.op === "screen") expect(BigInt(decoded.offset)).toBe(u64(frame, 1));
         if (decoded.op === "readChunk") {
           expect(decoded.readId).toBe(new DataView(frame.buffer, frame.byteOffset).getUint32(1));
           expect(BigInt(decoded.offset)).toBe(u64(frame, 5));
+          expect(decoded.meta.stream).toBe(frame[13] === 1 ? "stderr" : "stdout");
         }
         if (decoded.op !== "input") expect(Number.isSafeInteger(decoded.offset)).toBe(true);
       }),

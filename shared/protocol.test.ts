@@ -11,6 +11,7 @@ import {
   RunnerControlMessage,
   RunnerLinkMessage,
   READ_CHUNK_HEADER_BYTES,
+  UNKNOWN_META,
   decodeFrame,
   encodeInput,
   encodeOutput,
@@ -144,7 +145,37 @@ describe("encodeReadChunk / decodeFrame", () => {
 
   it("round-trips the largest read id and an empty payload", () => {
     const decoded = decodeFrame(encodeReadChunk(2 ** 32 - 1, 0, new Uint8Array()));
-    expect(decoded).toEqual({ op: "readChunk", readId: 2 ** 32 - 1, offset: 0, data: new Uint8Array() });
+    expect(decoded).toEqual({ op: "readChunk", readId: 2 ** 32 - 1, offset: 0, meta: UNKNOWN_META, data: new Uint8Array() });
+  });
+
+  it("carries the chunk's stream, read time and terminal size", () => {
+    const meta = { stream: "stderr", at: 1795481242117, cols: 132, rows: 43 } as const;
+    const decoded = decodeFrame(encodeReadChunk(3, 99, Uint8Array.from([1, 2]), meta));
+    expect(decoded).toEqual({ op: "readChunk", readId: 3, offset: 99, meta, data: Uint8Array.from([1, 2]) });
+  });
+
+  it.each([
+    ["a stream that does not exist", (view: DataView) => view.setUint8(13, 2), "unknown stream"],
+    ["a negative read time", (view: DataView) => view.setFloat64(14, -1), "bad read time"],
+    ["a read time that is not a number", (view: DataView) => view.setFloat64(14, Number.NaN), "bad read time"],
+  ])("refuses %s", (_what, spoil, reason) => {
+    const frame = encodeReadChunk(1, 0, Uint8Array.from([7]));
+    spoil(new DataView(frame.buffer));
+    expect(decodeFrame(frame)).toEqual({ op: "invalid", reason });
+  });
+});
+
+describe("stderr frames (0x03)", () => {
+  it("round-trip in the same layout as output, told apart by their op", () => {
+    const out = decodeFrame(encodeOutput(2 ** 40, Uint8Array.from([0x61])));
+    const err = decodeFrame(encodeOutput(2 ** 40, Uint8Array.from([0x62]), "stderr"));
+    expect(out).toEqual({ op: "output", offset: 2 ** 40, data: Uint8Array.from([0x61]) });
+    expect(err).toEqual({ op: "stderr", offset: 2 ** 40, data: Uint8Array.from([0x62]) });
+    expect(encodeOutput(0, new Uint8Array(), "stderr")[0]).toBe(Op.Stderr);
+  });
+
+  it("refuses one shorter than its header", () => {
+    expect(decodeFrame(Uint8Array.from([Op.Stderr, 0, 0]))).toEqual({ op: "invalid", reason: "stderr frame shorter than its header" });
   });
 
   it.each([
@@ -234,7 +265,7 @@ describe("decodeFrame", () => {
     expect(decoded.reason).toMatch(/empty/);
   });
 
-  it.each([0x00, 0x05, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
+  it.each([0x00, 0x06, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
     const decoded = decodeFrame(Uint8Array.from([opcode, 1, 2, 3]));
     expect(decoded.op).toBe("invalid");
     if (decoded.op !== "invalid") return;
