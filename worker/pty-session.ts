@@ -48,6 +48,9 @@ type StartOutcome = "started" | "failed" | "timeout";
 const PURGE_RETRY_MS = 60_000;
 const PURGE_TRIES = 10;
 
+/** How long run's answer waits for the output up to its `to` to reach the edge. */
+const OUTPUT_CATCH_UP_MS = 5000;
+
 /** A host link silent (no heartbeat, no frame) this long is taken for dead when its runner's control socket is too. */
 const HEARTBEAT_TIMEOUT_MS = 30_000;
 
@@ -66,6 +69,8 @@ export class PtySession extends DurableObject<Env> {
   private readonly record: SessionRecord;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
   private exitWaiters = new Set<() => void>();
+  /** Callers waiting for the output to reach an offset (run's answer). */
+  private offsetWaiters = new Set<{ offset: number; resolve: () => void }>();
   private readonly reads: LogReads;
   private readonly clients: ClientHub;
   private readonly links: RunnerLinks;
@@ -253,7 +258,24 @@ export class PtySession extends DurableObject<Env> {
     const refused = this.inputs.refuseUnlessRunning() ?? this.inputs.refuseUnlessTty() ?? this.inputs.refuseWhileFull();
     if (refused) return refused;
     this.timers.noteActivity(Date.now());
-    return this.agent.run(command, timeoutMs);
+    const result = await this.agent.run(command, timeoutMs);
+    // The runner answers on the link as soon as the command ends, while its output still waits
+    // for the log's append: the answer goes once the edge holds output up to its `to`, so a
+    // `GET .../output` of that range right after it has every byte.
+    if (!("failure" in result)) await this.outputReached(result.to, OUTPUT_CATCH_UP_MS);
+    return result;
+  }
+
+  /** Resolves once the edge's offset is at least `offset`, or after `timeoutMs`. */
+  private outputReached(offset: number, timeoutMs: number): Promise<void> {
+    if (this.record.offset >= offset) return Promise.resolve();
+    let waiter: { offset: number; resolve: () => void } | undefined;
+    return settleWithin<void>(timeoutMs, undefined, (resolve) => {
+      waiter = { offset, resolve };
+      this.offsetWaiters.add(waiter);
+    }).finally(() => {
+      if (waiter) this.offsetWaiters.delete(waiter);
+    });
   }
 
   /** `GET .../commands`: the newest `limit`, oldest first. */
@@ -523,6 +545,7 @@ export class PtySession extends DurableObject<Env> {
     this.capture?.take(offset, data, stream);
     if (this.record.isTty) this.agent.marks.output(offset, data);
     this.record.advance(offset + data.byteLength);
+    for (const waiter of this.offsetWaiters) if (waiter.offset <= this.record.offset) waiter.resolve();
     this.timers.noteActivity(Date.now());
   }
 
