@@ -53,7 +53,9 @@ export function floodScript(bytes: number, split: boolean): string {
  * a line of input, so the clock starts when the input goes and stops when the last byte is in.
  */
 export async function sessionFlood(stack: BenchStack, bytes: number, pty: boolean, split = false): Promise<number> {
-  const session = await stack.api.create({ pty, command: "/bin/sh", args: ["-c", `read go; ${floodScript(bytes, split)}`] });
+  // A terminal would echo the line typed to start it: echo is off there, so only the flood arrives.
+  const script = `${pty ? "stty -echo; " : ""}read go; ${floodScript(bytes, split)}`;
+  const session = await stack.api.create({ pty, command: "/bin/sh", args: ["-c", script] });
   const term = await stackTerm(stack, session.id);
   try {
     const done = new Promise<number>((resolve) => {
