@@ -72,6 +72,14 @@ describe("AgentCalls", () => {
     expect(calls[1].headers["idempotency-key"]).toBeUndefined();
   });
 
+  it("input with eof: true closes stdin after the data (empty data too); without it the body has no eof", async () => {
+    const { agent, calls } = scripted(() => json({ bytes: 0, offset: 7 }, 202));
+    expect(await agent.input("", { eof: true })).toEqual({ bytes: 0, offset: 7 });
+    await agent.input(new Uint8Array([0x61]), { eof: true });
+    await agent.input("x", { eof: false });
+    expect(calls.map((c) => c.body)).toEqual([{ data: "", eof: true }, { data: "YQ==", encoding: "base64", eof: true }, { data: "x" }]);
+  });
+
   it("input with a key retries a request that got no answer; without one it does not", async () => {
     const flaky = scripted((_call, i) => (i === 0 ? Promise.reject(new TypeError("fetch failed")) : json({ bytes: 1, offset: 9 }, 202)));
     expect(await flaky.agent.input("y", { idempotencyKey: "k1" })).toEqual({ bytes: 1, offset: 9 });

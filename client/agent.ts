@@ -15,6 +15,11 @@ export interface InputOptions {
    */
   idempotencyKey?: string | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * Closes the process's stdin after `data` (`data` may be empty): a `pty: false` process reads
+   * end of file; a terminal gets Ctrl+D. Input after it is refused (`CONFLICT`) on `pty: false`.
+   */
+  eof?: boolean | undefined;
 }
 
 /** What `input` answers: bytes taken, and the session's output offset when they were accepted. */
@@ -108,11 +113,14 @@ export class AgentCalls {
    * `{bytes, offset}`: pass `offset` as `expect`'s `from` to match only what the input caused.
    */
   async input(data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
-    const { idempotencyKey, signal } = options;
+    const { idempotencyKey, signal, eof } = options;
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
       throw new PtyBrokerError("INVALID_REQUEST", "an idempotency key is 1 to 128 visible ASCII characters");
     }
-    const body = typeof data === "string" ? { data } : { data: bytesToBase64(data), encoding: "base64" };
+    const body = {
+      ...(typeof data === "string" ? { data } : { data: bytesToBase64(data), encoding: "base64" }),
+      ...(eof ? { eof: true } : {}),
+    };
     const headers = idempotencyKey === undefined ? undefined : { "idempotency-key": idempotencyKey };
     for (let attempt = 0; ; attempt++) {
       try {

@@ -54,6 +54,17 @@ export interface ExecOptions {
   timeoutSec?: number | undefined;
   /** Most output the answer carries, stdout and stderr together (default 1 MiB). */
   maxOutputBytes?: number | undefined;
+  /**
+   * Stops waiting for the answer (the promise rejects with the signal's reason). The command
+   * itself runs on until it ends or `timeoutSec` passes: the server does not tie it to the request.
+   */
+  signal?: AbortSignal | undefined;
+}
+
+/** A byte range of a session's output: `from` (default the oldest retained byte) up to `to` (default its end). */
+export interface RecordingRange {
+  from?: number | undefined;
+  to?: number | undefined;
 }
 
 export interface ListFilter {
@@ -259,9 +270,10 @@ export class PtyBroker {
    * `id` is a `pty: false` session, readable and replayable afterwards.
    */
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const { signal, ...body } = options;
     // The answer comes when the command ends, up to an hour later: outlast Node's 300 s limit.
-    const patient = (options.timeoutSec ?? 60) > PATIENCE_NEEDED_SEC;
-    return this.http.json("POST", "/v1/exec", { command, ...options }, { patient });
+    const patient = (body.timeoutSec ?? 60) > PATIENCE_NEEDED_SEC;
+    return this.http.json("POST", "/v1/exec", { command, ...body }, { patient, signal });
   }
 
   /**
@@ -281,13 +293,20 @@ export class PtyBroker {
     return { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")), bytes };
   }
 
-  /** The session's output as an asciicast v2 recording (`asciinema play` plays it). */
-  async recording(id: string, range: { from?: number | undefined; to?: number | undefined } = {}): Promise<string> {
+  /**
+   * The session's output from `from` to `to` as an asciicast v2 recording (`asciinema play`
+   * plays it): a JSON header line, then one JSON event line each. Held whole in memory; for a
+   * long session use `recordingResponse` and read its body as it comes.
+   */
+  async recording(id: string, range: RecordingRange = {}): Promise<string> {
     return (await this.recordingResponse(id, range)).text();
   }
 
-  /** The recording's response, its body streamed (the CLI writes it out as it comes). */
-  recordingResponse(id: string, range: { from?: number | undefined; to?: number | undefined } = {}): Promise<Response> {
+  /**
+   * The recording's HTTP response (`application/x-asciicast`, status 2xx; errors throw as
+   * `PtyBrokerError`s): read `body` as a stream (the CLI's `record` writes it out as it comes).
+   */
+  recordingResponse(id: string, range: RecordingRange = {}): Promise<Response> {
     const query = new URLSearchParams();
     if (range.from !== undefined) query.set("from", String(range.from));
     if (range.to !== undefined) query.set("to", String(range.to));

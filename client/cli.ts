@@ -5,6 +5,7 @@ import { type AttachResult, attach } from "./attach.js";
 import type { CommandRecord } from "../shared/agent.js";
 import { PtyBroker } from "./broker.js";
 import { PtyBrokerError } from "./errors.js";
+import { execExitStatus, TIMED_OUT_STATUS, UNKNOWN_END_STATUS } from "./exit-status.js";
 import { mintRunnerCredential, runnerClaimsProblem } from "../shared/runner-credential.js";
 import type { Session, SessionStatus } from "../shared/session.js";
 
@@ -26,11 +27,15 @@ Usage:
   ptybroker exec [--stdin-file F] [--timeout SECONDS] [--max-output BYTES] [--json] -- <command> [args...]
                                    run one command to completion without a terminal: its stdout
                                    to stdout, its stderr to stderr, its exit code as ours (128+n
-                                   for a signal; timed out, default 60 s: 124). Its stdin: the
-                                   file, or ours when it is not a terminal
+                                   for a signal; killed at the timeout, default 60 s, at most
+                                   3600: 124). Its stdin, as UTF-8 text up to 1 MiB: the file, or
+                                   ours when it is not a terminal (--stdin-file /dev/null: none).
+                                   Output past --max-output (default 1 MiB) is cut; ptybroker
+                                   logs <id> has all of it. Ctrl+C stops waiting, and the command
+                                   runs on until it ends or times out
   ptybroker record <id> [--from OFFSET] [--to OFFSET] > session.cast
                                    the session's output as an asciicast v2 recording, streamed to
-                                   stdout (play it with asciinema play session.cast)
+                                   stdout as it is read (asciinema play session.cast plays it)
   ptybroker screen <id> [--format text|json|ansi]
                                    the session's screen as it is now: text lines (default), the
                                    JSON state, or bytes that repaint it
@@ -102,9 +107,10 @@ function one(positionals: string[], what: string): string {
   return positionals[0];
 }
 
-function offset(value: string | undefined): number | undefined {
+/** A byte offset (or count) given as `--<flag> N`. */
+function offset(value: string | undefined, flag = "from"): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new UsageError(`--from takes a byte offset, got ${JSON.stringify(value)}`);
+  if (!/^\d{1,15}$/.test(value)) throw new UsageError(`--${flag} takes a byte ${flag === "max-output" ? "count" : "offset"}, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
@@ -167,9 +173,6 @@ async function attachCommand(args: string[]): Promise<number> {
   return attachAndReport(broker(), one(positionals, "session id"), from);
 }
 
-/** Exit status of `run-cmd` when the command is still running at its timeout, as timeout(1). */
-const TIMED_OUT_STATUS = 124;
-
 async function runCmd(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -215,7 +218,7 @@ async function runCmd(args: string[]): Promise<number> {
     }
     if (result.exitCode === null) {
       note("the shell reported no exit code for the command");
-      return 255;
+      return UNKNOWN_END_STATUS;
     }
     return result.exitCode;
   } finally {
@@ -437,9 +440,6 @@ async function runnerCredential(args: string[]): Promise<number> {
   return 0;
 }
 
-/** Signal numbers for exec's exit status (128 + n, as a shell reports a killed command). */
-const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
-
 async function exec(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -457,7 +457,7 @@ async function exec(args: string[]): Promise<number> {
   if (timeoutSec !== undefined && !(Number.isInteger(timeoutSec) && timeoutSec >= 1 && timeoutSec <= 3600)) {
     throw new UsageError(`--timeout takes whole seconds 1..3600, got ${JSON.stringify(values.timeout)}`);
   }
-  const maxOutputBytes = offset(values["max-output"]);
+  const maxOutputBytes = offset(values["max-output"], "max-output");
   let stdin: string | undefined;
   if (values["stdin-file"] !== undefined) stdin = await readFile(values["stdin-file"], "utf8");
   else if (!process.stdin.isTTY) stdin = await text(process.stdin);
@@ -470,12 +470,8 @@ async function exec(args: string[]): Promise<number> {
   }
   const note = (line: string) => process.stderr.write(`[ptybroker: ${line}]\n`);
   if (result.truncated) note(`output cut at ${maxOutputBytes ?? 1 << 20} bytes; all of it: ptybroker logs ${result.id}`);
-  if (result.timedOut) {
-    note(`timed out after ${timeoutSec ?? 60} s and killed (session ${result.id})`);
-    return TIMED_OUT_STATUS;
-  }
-  if (result.signal) return 128 + (SIGNAL_NUMBERS[result.signal] ?? 0);
-  return result.exitCode ?? 255;
+  if (result.timedOut) note(`timed out after ${timeoutSec ?? 60} s and killed (session ${result.id})`);
+  return execExitStatus(result);
 }
 
 /** A stream read to its end as UTF-8 text. */
@@ -492,10 +488,35 @@ async function record(args: string[]): Promise<number> {
     options: { from: { type: "string" }, to: { type: "string" } },
   });
   const id = one(positionals, "session id");
-  const res = await broker().recordingResponse(id, { from: offset(values.from), to: offset(values.to) });
+  const res = await broker().recordingResponse(id, { from: offset(values.from), to: offset(values.to, "to") });
   if (!res.body) return 0;
+  const reader = res.body.getReader();
+  // A reader that went away (`ptybroker record <id> | head`) ends it, as a success; another
+  // failure to write is reported.
+  let stdoutFailed: NodeJS.ErrnoException | undefined;
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    stdoutFailed = error;
+    void reader.cancel().catch(() => undefined);
+  });
   // Written as it comes: a long session's recording is never held whole.
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) await write(chunk);
+  let written = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || stdoutFailed) break;
+      await write(value);
+      written += value.byteLength;
+    }
+  } catch (error) {
+    if (!stdoutFailed) {
+      process.stderr.write(`ptybroker: the recording broke off after ${written} bytes: ${networkReason(error)}\n`);
+      return 1;
+    }
+  }
+  if (stdoutFailed && stdoutFailed.code !== "EPIPE") {
+    process.stderr.write(`ptybroker: cannot write the recording: ${stdoutFailed.message}\n`);
+    return 1;
+  }
   return 0;
 }
 
@@ -539,6 +560,11 @@ main(process.argv.slice(2)).then(
     }
     if (error instanceof PtyBrokerError) {
       process.stderr.write(`ptybroker: ${error.code}: ${error.message}\n`);
+      process.exit(1);
+    }
+    // A local file that cannot be read (exec --stdin-file): the system's message says which and why.
+    if (typeof (error as NodeJS.ErrnoException).syscall === "string") {
+      process.stderr.write(`ptybroker: ${(error as Error).message}\n`);
       process.exit(1);
     }
     process.stderr.write(`ptybroker: ${(error as Error).stack ?? String(error)}\n`);

@@ -5,6 +5,7 @@ export {
   type CreateOptions,
   type ExecOptions,
   type OutputRange,
+  type RecordingRange,
   type ListFilter,
   type ListPageOptions,
 } from "./broker.js";

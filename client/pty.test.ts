@@ -2,7 +2,7 @@
 // real stack runs the same paths in test/sdk.test.ts; what only a scripted server can do here
 // is resend bytes a client already has, which the real one never does.
 import { describe, expect, it } from "vitest";
-import { encodeOutput, encodeScreen } from "../shared/protocol.js";
+import { encodeInput, encodeOutput, encodeScreen } from "../shared/protocol.js";
 import { AgentCalls } from "./agent.js";
 import { Http } from "./http.js";
 import { Pty, type PtyTransport, type SocketLike, type SocketQuery } from "./pty.js";
@@ -39,6 +39,9 @@ class ScriptedSocket implements SocketLike {
   output(offset: number, text: string): void {
     this.binary(encodeOutput(offset, new TextEncoder().encode(text)));
   }
+  stderr(offset: number, text: string): void {
+    this.binary(encodeOutput(offset, new TextEncoder().encode(text), "stderr"));
+  }
   screen(offset: number, cols: number, rows: number, text: string): void {
     this.json({ type: "screen", offset, cols, rows });
     this.binary(encodeScreen(offset, new TextEncoder().encode(text)));
@@ -48,19 +51,26 @@ class ScriptedSocket implements SocketLike {
   }
 }
 
+/** A REST call the Pty made through its transport. */
+type RestCall = [method: string, path: string, body?: unknown];
+
 function scripted() {
   const sockets: ScriptedSocket[] = [];
+  const restCalls: RestCall[] = [];
   const transport: PtyTransport = {
     openSocket: async (_id, query) => {
       const socket = new ScriptedSocket(query);
       sockets.push(socket);
       return socket;
     },
-    rest: async () => {
-      throw new Error("no REST in this test");
+    // Answers nothing useful: the tests look at which calls were made.
+    rest: async <T>(method: string, path: string, body?: unknown) => {
+      restCalls.push([method, path, body]);
+      return {} as T;
     },
-    recording: async () => {
-      throw new Error("no REST in this test");
+    recording: async (id, range) => {
+      restCalls.push(["GET", `recording ${id}`, range]);
+      return "cast";
     },
     calls: new AgentCalls(
       new Http("http://broker.invalid", { apiKey: "k" }, async () => {
@@ -69,11 +79,11 @@ function scripted() {
       "s",
     ),
   };
-  return { sockets, transport };
+  return { sockets, transport, restCalls };
 }
 
 async function attached(options: ConstructorParameters<typeof Pty>[3] = {}) {
-  const { sockets, transport } = scripted();
+  const { sockets, transport, restCalls } = scripted();
   const pty = new Pty("s", transport, false, { reconnect: { baseMs: 1, maxMs: 2 }, ...options });
   const received: [string, number][] = [];
   pty.on("data", (bytes, offset) => received.push([new TextDecoder().decode(bytes), offset]));
@@ -83,7 +93,7 @@ async function attached(options: ConstructorParameters<typeof Pty>[3] = {}) {
   await ready;
   // Frames after hello are held for one macrotask (see the test below); later ones flow at once.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  return { pty, sockets, received };
+  return { pty, sockets, received, restCalls };
 }
 
 async function until(check: () => boolean): Promise<void> {
@@ -275,5 +285,96 @@ describe("Pty screens and commands", () => {
     const pty = new Pty("s", transport, true, {});
     await expect(pty.input("x")).rejects.toThrow(/viewer/);
     await expect(pty.run("ls")).rejects.toThrow(/viewer/);
+  });
+});
+
+describe("Pty without a terminal (pty: false)", () => {
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+  it("0x03 frames are stderr events, 0x01 data events, in one offset space; onStdout and onStderr get them", async () => {
+    const viaOptions: string[] = [];
+    const { pty, sockets, received } = await attached({
+      onStdout: (bytes, offset) => viaOptions.push(`out ${offset} ${decode(bytes)}`),
+      onStderr: (bytes, offset) => viaOptions.push(`err ${offset} ${decode(bytes)}`),
+    });
+    const errors: [string, number][] = [];
+    pty.on("stderr", (bytes, offset) => errors.push([decode(bytes), offset]));
+    sockets[0].output(0, "out1\n");
+    sockets[0].stderr(5, "err1\n");
+    sockets[0].output(10, "out2\n");
+    expect(received).toEqual([
+      ["out1\n", 0],
+      ["out2\n", 10],
+    ]);
+    expect(errors).toEqual([["err1\n", 5]]);
+    expect(viaOptions).toEqual(["out 0 out1\n", "err 5 err1\n", "out 10 out2\n"]);
+    expect(pty.offset).toBe(15);
+    pty.close();
+  });
+
+  it("a reconnect resumes after the last byte of either stream: a replayed stderr frame is trimmed, none is seen twice", async () => {
+    const { pty, sockets, received } = await attached();
+    const errors: [string, number][] = [];
+    pty.on("stderr", (bytes, offset) => errors.push([decode(bytes), offset]));
+    sockets[0].output(0, "ab");
+    sockets[0].stderr(2, "cd");
+    sockets[0].close(1006);
+    await until(() => sockets.length === 2);
+    expect(sockets[1].from).toBe("4");
+    sockets[1].open();
+    // a server that starts earlier than asked: only the bytes past 4 pass, each on its stream
+    sockets[1].output(0, "ab");
+    sockets[1].stderr(2, "cdef");
+    sockets[1].output(6, "g");
+    expect(received).toEqual([
+      ["ab", 0],
+      ["g", 6],
+    ]);
+    expect(errors).toEqual([
+      ["cd", 2],
+      ["ef", 4],
+    ]);
+    pty.close();
+  });
+
+  it("the async iterator yields stdout only (stderr is its own event)", async () => {
+    const { pty, sockets } = await attached();
+    sockets[0].output(0, "out ");
+    sockets[0].stderr(4, "err ");
+    sockets[0].output(8, "more");
+    sockets[0].json({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: 12 });
+    sockets[0].close(4010);
+    const chunks: string[] = [];
+    for await (const chunk of pty) chunks.push(decode(chunk));
+    expect(chunks.join("")).toBe("out more");
+  });
+
+  it('closeStdin: {"type":"eof"} after the input sent before it while attached; POST input {eof: true} when not', async () => {
+    const { pty, sockets, restCalls } = await attached();
+    await pty.sendInput("abc");
+    await pty.closeStdin();
+    const sent = sockets[0].sent.slice(1); // after the first ack
+    expect(sent).toEqual([encodeInput(new TextEncoder().encode("abc")), JSON.stringify({ type: "eof" })]);
+    expect(restCalls).toEqual([]);
+
+    sockets[0].readyState = 3; // dropped, not yet noticed: the socket cannot carry it
+    await pty.closeStdin();
+    expect(restCalls).toEqual([["POST", "/v1/sessions/s/input", { data: "", eof: true }]]);
+    expect(sockets[0].sent.slice(1)).toEqual(sent);
+    pty.close();
+  });
+
+  it("a viewer's terminal refuses closeStdin locally", async () => {
+    const { transport, restCalls } = scripted();
+    const pty = new Pty("s", transport, true, {});
+    await expect(pty.closeStdin()).rejects.toMatchObject({ code: "FORBIDDEN" });
+    expect(restCalls).toEqual([]);
+  });
+
+  it("recording() asks for this session's recording with its range", async () => {
+    const { transport, restCalls } = scripted();
+    const pty = new Pty("s", transport, true, {});
+    expect(await pty.recording({ from: 3, to: 9 })).toBe("cast");
+    expect(restCalls).toEqual([["GET", "recording s", { from: 3, to: 9 }]]);
   });
 });

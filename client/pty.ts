@@ -221,7 +221,9 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
 
   /**
    * End of input: closes the process's stdin (`pty: false`) after what was sent before; on a
-   * terminal it types Ctrl+D, as a person would.
+   * terminal it types Ctrl+D, as a person would. Attached, it is `{"type":"eof"}` on the socket
+   * (a refusal comes back as an `error` event); otherwise `POST .../input {eof: true}`, whose
+   * refusal throws. Input after it is refused (`CONFLICT`) on a `pty: false` session.
    */
   async closeStdin(): Promise<void> {
     this.assertWritable();

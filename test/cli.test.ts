@@ -1,7 +1,7 @@
 // The `ptybroker` CLI in a real terminal: tmux panes driven with send-keys and read with
 // capture-pane, or with pipe-pane where every byte the CLI prints must be checked.
 import { execFile, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -418,7 +418,32 @@ describe("ptybroker exec and record", () => {
     });
     const slow = await run(["exec", "--timeout", "1", "--", "/bin/sleep", "30"], "");
     expect(slow.code).toBe(124);
-    expect(slow.err).toMatch(/^\[ptybroker: timed out after 1 s and killed \(session [\w-]+\)\]\n$/);
+    const timedOut = slow.err.match(/^\[ptybroker: timed out after 1 s and killed \(session ([\w-]+)\)\]\n$/);
+    expect(timedOut, slow.err).not.toBeNull();
+    sessions.push(timedOut?.[1] ?? "");
+  });
+
+  it("exec: 128 + n for a signal; --stdin-file; --json answers the whole result; a bad flag or a missing file is said so", async () => {
+    expect(await run(["exec", "--stdin-file", "/dev/null", "--", "/bin/sh", "-c", "echo before; kill -TERM $$"], "ignored")).toEqual({
+      code: 128 + 15,
+      out: "before\n",
+      err: "",
+    });
+    const file = join(dir, "exec-stdin.txt");
+    writeFileSync(file, "from a file €\n");
+    const json = await run(["exec", "--json", "--stdin-file", file, "--", "/bin/sh", "-c", "cat; echo e >&2; exit 4"], "ignored");
+    expect(json.code).toBe(4);
+    expect(json.err).toBe("");
+    const result = JSON.parse(json.out) as { id: string };
+    sessions.push(result.id);
+    expect(result).toMatchObject({ exitCode: 4, signal: null, stdout: "from a file €\n", stderr: "e\n", truncated: false, timedOut: false });
+    expect((await api.get(result.id)).pty).toBe(false);
+
+    const badFlag = await run(["exec", "--max-output", "lots", "--", "true"], "");
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.err.split("\n")[0]).toBe('ptybroker: --max-output takes a byte count, got "lots"');
+    const missing = await run(["exec", "--stdin-file", join(dir, "missing"), "--", "true"], "");
+    expect(missing).toEqual({ code: 1, out: "", err: `ptybroker: ENOENT: no such file or directory, open '${join(dir, "missing")}'\n` });
   });
 
   it("record: the session's asciicast on stdout, o events equal to its output", async () => {
@@ -432,5 +457,26 @@ describe("ptybroker exec and record", () => {
     expect(Buffer.from(shown)).toEqual((await fetchOutput(api, s.id, 0)).bytes);
     expect(shown).toBe("rec €\r\n");
     expect(ended.offset).toBe(Buffer.byteLength(shown));
+  });
+
+  it("record --from --to: that byte range; a pty: false session's stdout and stderr in output order; an unknown id is NOT_FOUND with nothing on stdout", async () => {
+    const s = await api.create({ pty: false, command: "/bin/sh", args: ["-c", "echo one; echo two >&2; echo three"] });
+    sessions.push(s.id);
+    await until(async () => (await api.get(s.id)).status === "exited", 15_000, "the exit");
+    const output = (await fetchOutput(api, s.id, 0)).bytes;
+    // Two pipes are read apart: their lines may come in either order, and the log keeps the one they came in.
+    expect(output.toString().split("\n").sort()).toEqual(["", "one", "three", "two"]);
+    const oEvents = (cast: Buffer) => {
+      const [header, ...events] = cast.toString("utf8").trimEnd().split("\n").map((text) => JSON.parse(text) as unknown);
+      expect(header).toMatchObject({ version: 2 });
+      return (events as [number, string, string][]).filter((e) => e[1] === "o").map((e) => e[2]).join("");
+    };
+    expect(oEvents((await cli(["record", s.id])).stdout)).toBe(output.toString());
+    expect(oEvents((await cli(["record", s.id, "--from", "4", "--to", "8"])).stdout)).toBe(output.subarray(4, 8).toString());
+
+    const missing = await run(["record", "no-such-session"], "");
+    expect(missing.code).toBe(1);
+    expect(missing.out).toBe("");
+    expect(missing.err).toMatch(/^ptybroker: NOT_FOUND: .+\n$/);
   });
 });

@@ -395,6 +395,43 @@ describe("SDK: lifecycle events, paging, update", () => {
 
     const cast = (await p.recording()).trimEnd().split("\n").map((text) => JSON.parse(text) as unknown);
     expect(cast[0]).toMatchObject({ version: 2, width: 80, height: 24 });
-    expect((cast.slice(1) as [number, string, string][]).map((e) => e[2]).join("")).toBe("ABC\ndone\n");
+    // o events are the output as the log has it: the two pipes' bytes in the order the runner read them
+    const shown = (cast.slice(1) as [number, string, string][]).filter((e) => e[1] === "o").map((e) => e[2]).join("");
+    expect(shown).toBe(Buffer.from((await broker.output(p.id)).bytes).toString());
+    expect(shown.length).toBe("ABC\ndone\n".length);
+  });
+
+  it("pty: false over REST: input with eof (then CONFLICT), closeStdin after close() goes by REST, cols refused, output by stream; an aborted exec rejects", async () => {
+    await expect(broker.createSession({ pty: false, command: "/bin/cat", cols: 100 })).rejects.toMatchObject({ code: "INVALID_REQUEST", status: 400 });
+
+    const cat = await broker.createSession({ pty: false, command: "/bin/sh", args: ["-c", "cat; echo bye >&2"] });
+    sessions.push(cat.id);
+    expect(cat.pty).toBe(false);
+    expect(await broker.input(cat.id, "abc", { eof: true })).toMatchObject({ bytes: 3 });
+    expect(await broker.wait(cat.id, { timeoutSec: 30 })).toMatchObject({ status: "exited", exitCode: 0 });
+    await expect(broker.input(cat.id, "late")).rejects.toMatchObject({ code: expect.stringMatching(/^(CONFLICT|SESSION_EXITED)$/), status: 409 });
+    const text = async (stream?: "stdout" | "stderr") => Buffer.from((await broker.output(cat.id, { stream })).bytes).toString();
+    expect([await text(), await text("stdout"), await text("stderr")]).toEqual(["abcbye\n", "abc", "bye\n"]);
+
+    // the process outlives the eof: input after it is CONFLICT while it still runs
+    const held = await broker.createSession({ pty: false, command: "/bin/sh", args: ["-c", "cat; sleep 30"] });
+    sessions.push(held.id);
+    await broker.input(held.id, "", { eof: true });
+    await expect(broker.input(held.id, "more")).rejects.toMatchObject({ code: "CONFLICT", status: 409 });
+    await broker.kill(held.id);
+
+    const out: string[] = [];
+    const p = await track(broker.connect((await broker.createSession({ pty: false, command: "/bin/cat" })).id, { onStdout: (b) => out.push(Buffer.from(b).toString()) }));
+    await p.sendInput("typed\n");
+    await until(() => out.join("") === "typed\n", 15_000, "cat's echo");
+    p.close();
+    await p.closeStdin(); // detached: POST .../input {eof: true}
+    expect(await broker.wait(p.id, { timeoutSec: 30 })).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(Buffer.from((await broker.output(p.id)).bytes).toString()).toBe("typed\n");
+
+    const stop = new AbortController();
+    const running = broker.exec("/bin/sleep", { args: ["2"], timeoutSec: 5, signal: stop.signal });
+    stop.abort(new Error("not waiting"));
+    await expect(running).rejects.toThrow("not waiting");
   });
 });

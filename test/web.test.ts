@@ -269,7 +269,9 @@ describe("web page", () => {
       const page = await openPage(`${url}/#session=${s.id}&token=${minted.body.token}`, device);
       await status(page, "open").waitFor();
       await waitForRow(page, "to-err");
+      await waitForRow(page, "to-out");
       await expectOnScreen(page, "#record");
+      expect(await page.locator("#record").innerText()).toBe(device === PHONE ? ".cast" : "Download recording (.cast)");
       await page.screenshot({ path: shot(name) });
       const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#record").click()]);
       expect(download.suggestedFilename()).toBe(`${s.id}.cast`);
@@ -279,7 +281,8 @@ describe("web page", () => {
       expect(header).toMatchObject({ version: 2, width: 80, height: 24 });
       const shown = (events as [number, string, string][]).filter((e) => e[1] === "o").map((e) => e[2]).join("");
       expect(shown).toBe((await fetchOutput(api, s.id, 0)).bytes.toString("utf8"));
-      expect(shown).toBe("to-out\nto-err\n");
+      // two pipes, read apart: either line may come first
+      expect(shown.split("\n").sort()).toEqual(["", "to-err", "to-out"]);
     }
   });
 
@@ -412,7 +415,7 @@ describe("web page", () => {
     await page.keyboard.type("echo $((6*7))-phone");
     await page.keyboard.press("Enter");
     await waitForRow(page, "42-phone");
-    for (const control of ["#menu", "#status", "#detach", "#keys button", "#terminal .xterm-screen"]) {
+    for (const control of ["#menu", "#status", "#record", "#detach", "#keys button", "#terminal .xterm-screen"]) {
       await expectOnScreen(page, control);
     }
     expect(await page.locator("#keys button").count()).toBe(9);
