@@ -5,7 +5,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { decode } from "hono/jwt";
 import { z } from "zod";
-import { parseRedisUrl } from "./redis-url.js";
+import { parseRedisUrl } from "./log/redis-url.js";
 
 const TOKEN_REQUIRED = "RUNNER_TOKEN (or RUNNER_TOKEN_FILE) is required: the shared token or this runner's credential";
 

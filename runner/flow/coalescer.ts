@@ -3,8 +3,8 @@
 // character boundaries. A process without a terminal has two streams: a chunk never mixes
 // them (a push of the other stream emits what is pending first), and each stream is cut on its
 // own character boundaries (an unfinished character waits for its stream's next bytes).
-import type { OutputStream } from "../shared/protocol.js";
-import { completeUtf8Length } from "../shared/utf8.js";
+import type { OutputStream } from "../../shared/protocol.js";
+import { completeUtf8Length } from "../../shared/utf8.js";
 
 export interface CoalescerOptions {
   maxBytes: number;

@@ -7,9 +7,9 @@
 // workspace never end each other's live sessions.
 import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { log } from "../shared/log.js";
+import { log } from "../../shared/log.js";
 import { endCgroup } from "./cgroup.js";
-import { statFields } from "./proc.js";
+import { statFields } from "../process/proc.js";
 import { killSessionProcesses, sessionMembers } from "./reaper.js";
 
 export interface SessionLeader {

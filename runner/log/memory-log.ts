@@ -2,7 +2,7 @@
 // offset order, trimmed on append to the chunks that hold the newest `retainBytes` bytes, and
 // dropped after `idleTtlSec` without appends, when `expire`'s TTL is up, or at once by `remove`.
 // Lives and dies with the runner.
-import { type ChunkMeta, UNKNOWN_META } from "../shared/protocol.js";
+import { type ChunkMeta, UNKNOWN_META } from "../../shared/protocol.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 
 interface Chunk {

@@ -2,15 +2,15 @@
 // every hosted session: who a session runs as (session-user.ts), in which folder and with which
 // environment (environment.ts), what holds its processes (containment.ts), and, for a login
 // bash, the shell integration it starts with (shell-integration.ts).
-import { log } from "../shared/log.js";
-import type { PoolMessage } from "../shared/protocol.js";
-import type { RunnerConfig } from "./config.js";
+import { log } from "../../shared/log.js";
+import type { PoolMessage } from "../../shared/protocol.js";
+import type { RunnerConfig } from "../config.js";
 import { Containment } from "./containment.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
 import { lookupCommand } from "./command-lookup.js";
 import { type SwitchTools, launchCommand, notRunnable, switchTools } from "./launch.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers } from "./session-user.js";
-import { installShellIntegration, integratedBashArgs, isLoginBash } from "./shell-integration.js";
+import { installShellIntegration, integratedBashArgs, isLoginBash } from "../agent/shell-integration.js";
 
 type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"];
 

@@ -4,8 +4,8 @@
 // Redis-only tests for pipelining and for a Redis that restarts and loses its data, and
 // cluster-only tests for sessions spread over the masters and a master that restarts.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { command, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from "../test/redis-server.js";
-import { loadConfig } from "./config.js";
+import { command, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from "../../test/redis-server.js";
+import { loadConfig } from "../config.js";
 import { MemoryLog } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 import { RedisLog, streamKey, trimSlack } from "./redis-log.js";

@@ -2,10 +2,10 @@
 // it drops (a deploy, an edge restart, a network blip) until the edge says the session is
 // over or the owner stops it. Heartbeats detect a dead edge that never sent a close.
 import WebSocket from "ws";
-import { backoffDelay } from "../shared/backoff.js";
-import { log } from "../shared/log.js";
-import { PING_TEXT, PONG_TEXT } from "../shared/protocol.js";
-import { CloseCode } from "../shared/errors.js";
+import { backoffDelay } from "../../shared/backoff.js";
+import { log } from "../../shared/log.js";
+import { PING_TEXT, PONG_TEXT } from "../../shared/protocol.js";
+import { CloseCode } from "../../shared/errors.js";
 
 export interface EdgeLinkOptions {
   url: string;

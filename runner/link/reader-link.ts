@@ -1,14 +1,14 @@
 // A link that only reads a session's output log for the edge: opened when the pool asks this
 // runner to `serve` a session that has no host (exited, lost, or its runner gone), and closed
 // after a quiet spell. It answers `read`s, and `screen`s by rebuilding the screen from the log.
-import { log } from "../shared/log.js";
-import { EdgeLinkMessage, type RunnerLinkMessage, parseMessage } from "../shared/protocol.js";
-import type { RunnerConfig } from "./config.js";
+import { log } from "../../shared/log.js";
+import { EdgeLinkMessage, type RunnerLinkMessage, parseMessage } from "../../shared/protocol.js";
+import type { RunnerConfig } from "../config.js";
 import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
-import { ReadServer } from "./log-reads.js";
-import type { OutputLog } from "./output-log.js";
-import { rebuildScreen } from "./screen.js";
+import { ReadServer } from "../log/log-reads.js";
+import type { OutputLog } from "../log/output-log.js";
+import { rebuildScreen } from "../agent/screen.js";
 
 const IDLE_MS = 30_000;
 

@@ -1,12 +1,12 @@
 // For the agent layer's tests (runner/*.test.ts): a real bash on a real PTY (node-pty), started
 // as a hosted session starts it (with or without the shell integration), its output fed to an
 // AgentHost in offset order, and what the host says on the link collected. No mocks.
-import type { ScreenSnapshot } from "../shared/agent.js";
-import type { RunnerLinkMessage } from "../shared/protocol.js";
-import { type ShellMark, ShellMarkScanner } from "../shared/terminal-text.js";
+import type { ScreenSnapshot } from "../../shared/agent.js";
+import type { RunnerLinkMessage } from "../../shared/protocol.js";
+import { type ShellMark, ShellMarkScanner } from "../../shared/terminal-text.js";
 import { AgentHost } from "./agent-host.js";
-import type { OutputLog } from "./output-log.js";
-import { type PtyExit, type PtyProcess, spawnPty } from "./pty.js";
+import type { OutputLog } from "../log/output-log.js";
+import { type PtyExit, type PtyProcess, spawnPty } from "../process/pty.js";
 import type { RunOutcome } from "./shell-tracker.js";
 import { integratedBashArgs } from "./shell-integration.js";
 

@@ -1,7 +1,7 @@
 // Acknowledged delivery as pure logic: a fake log whose appends the test settles by hand and a
 // fake link. The real path (node-pty, Redis, the edge) is covered by the e2e suites.
 import { describe, expect, it, vi } from "vitest";
-import { decodeFrame } from "../shared/protocol.js";
+import { decodeFrame } from "../../shared/protocol.js";
 import { Delivery, type DeliveryOptions, type DeliveryPort } from "./delivery.js";
 
 function setup(options: DeliveryOptions = { highWater: 100, lowWater: 40 }) {

@@ -5,10 +5,10 @@
 // that what it reads from the screen (the command line as it looks, at C) is the screen exactly
 // at that mark. It reports each command that ends (C…D) and runs commands for `run`: typed at
 // the prompt like a person would, answered with their exit code and clean output.
-import { MAX_RUN_OUTPUT_BYTES } from "../shared/agent.js";
-import { MAX_COMMAND_TEXT, type RunnerLinkMessage } from "../shared/protocol.js";
-import { type ShellMark, ShellMarkScanner, TextStripper } from "../shared/terminal-text.js";
-import { utf8ByteLength } from "../shared/utf8.js";
+import { MAX_RUN_OUTPUT_BYTES } from "../../shared/agent.js";
+import { MAX_COMMAND_TEXT, type RunnerLinkMessage } from "../../shared/protocol.js";
+import { type ShellMark, ShellMarkScanner, TextStripper } from "../../shared/terminal-text.js";
+import { utf8ByteLength } from "../../shared/utf8.js";
 import type { ScreenPosition, TerminalScreen } from "./screen.js";
 
 export type CommandReport = Omit<Extract<RunnerLinkMessage, { type: "command" }>, "type">;

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, chownSync, lstatSync, mkdirSync } from "node:fs";
 import { userInfo } from "node:os";
 import { resolve } from "node:path";
-import { log } from "../shared/log.js";
+import { log } from "../../shared/log.js";
 
 export interface SessionUser {
   name: string;

@@ -1,10 +1,10 @@
 // The runner's control socket to the RunnerPool object: registers capacity, receives spawn,
 // serve and purge orders, and redials with backoff whenever the edge goes away (a deploy, a restart).
 import WebSocket from "ws";
-import { log } from "../shared/log.js";
-import { PING_TEXT, PONG_TEXT, PoolMessage, type RunnerControlMessage, parseMessage } from "../shared/protocol.js";
-import { backoffDelay } from "../shared/backoff.js";
-import type { RunnerConfig } from "./config.js";
+import { log } from "../../shared/log.js";
+import { PING_TEXT, PONG_TEXT, PoolMessage, type RunnerControlMessage, parseMessage } from "../../shared/protocol.js";
+import { backoffDelay } from "../../shared/backoff.js";
+import type { RunnerConfig } from "../config.js";
 import { CONTROL_PATH, edgeSocketUrl } from "./link-url.js";
 
 const HEARTBEAT_MS = 10_000;

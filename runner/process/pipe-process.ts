@@ -4,8 +4,8 @@
 // "the foreground" reaches whatever it started.
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
-import { log } from "../shared/log.js";
-import type { OutputStream } from "../shared/protocol.js";
+import { log } from "../../shared/log.js";
+import type { OutputStream } from "../../shared/protocol.js";
 import type { ProcessExit, SessionProcess } from "./session-process.js";
 
 export interface PipeOptions {

@@ -9,7 +9,7 @@
 // When more than `highWater` bytes are unacknowledged (unappended ones included) the PTY is
 // paused, and it is resumed below `lowWater`, so memory stays bounded however fast the
 // process writes and however long the log is away.
-import { type ChunkMeta, UNKNOWN_META, encodeOutput } from "../shared/protocol.js";
+import { type ChunkMeta, UNKNOWN_META, encodeOutput } from "../../shared/protocol.js";
 
 export interface DeliveryPort {
   /** Appends to the output log; resolves or rejects once the log has answered. */

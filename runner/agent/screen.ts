@@ -10,9 +10,9 @@
 // under CAUGHT_UP_BYTES.
 import headless from "@xterm/headless";
 import serializeAddon from "@xterm/addon-serialize";
-import type { ScreenSnapshot } from "../shared/agent.js";
-import type { OutputLog } from "./output-log.js";
-import { withLogSlot } from "./log-reads.js";
+import type { ScreenSnapshot } from "../../shared/agent.js";
+import type { OutputLog } from "../log/output-log.js";
+import { withLogSlot } from "../log/log-reads.js";
 
 const { Terminal } = headless;
 type Terminal = InstanceType<typeof Terminal>;

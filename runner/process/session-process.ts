@@ -1,6 +1,6 @@
 // What a hosted session needs of its process, whether it runs on a terminal (pty.ts, node-pty)
 // or with pipes (pipe-process.ts, `pty: false`).
-import type { OutputStream } from "../shared/protocol.js";
+import type { OutputStream } from "../../shared/protocol.js";
 
 export interface ProcessExit {
   /** null when the process was ended by a signal */

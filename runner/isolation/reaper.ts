@@ -2,8 +2,8 @@
 // process in the session's terminal session (sid = the session leader's pid) gets SIGKILL. A
 // process that called setsid() is in another terminal session and escapes it.
 import { readdirSync } from "node:fs";
-import { log } from "../shared/log.js";
-import { statFields } from "./proc.js";
+import { log } from "../../shared/log.js";
+import { statFields } from "../process/proc.js";
 
 /** Pids whose session id is `sid`, read from /proc (Linux). */
 export function sessionMembers(sid: number): number[] {

@@ -11,7 +11,7 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { log } from "../shared/log.js";
+import { log } from "../../shared/log.js";
 import { cgroup2Mount, cgroupName, endCgroup, makeCgroup, removeCgroup } from "./cgroup.js";
 import { RunRecordFile, endLeftovers, processStartTime, stateFolder } from "./run-record.js";
 import { killSessionProcesses } from "./reaper.js";

@@ -7,8 +7,8 @@
 // runner's memory or keep Redis busy: the edge cancels a read whose client has gone
 // (`read_cancel`), each piece waits until the link has sent what it holds (backpressure), and
 // the runner fetches at most MAX_PIECES_IN_FLIGHT pieces from the log at once.
-import { log } from "../shared/log.js";
-import { type EdgeLinkMessage, type RunnerLinkMessage, encodeReadChunk } from "../shared/protocol.js";
+import { log } from "../../shared/log.js";
+import { type EdgeLinkMessage, type RunnerLinkMessage, encodeReadChunk } from "../../shared/protocol.js";
 import type { OutputLog } from "./output-log.js";
 
 type ReadRequest = Extract<EdgeLinkMessage, { type: "read" }>;

@@ -16,8 +16,8 @@
 // session's hash tag and none can be CROSSSLOT; back-to-back appends are still pipelined on that
 // shard's connection, in order.
 import { Cluster, Redis } from "ioredis";
-import { log } from "../shared/log.js";
-import { type ChunkMeta, UNKNOWN_META } from "../shared/protocol.js";
+import { log } from "../../shared/log.js";
+import { type ChunkMeta, UNKNOWN_META } from "../../shared/protocol.js";
 import { DEFAULT_READ_BYTES, ReadCollector } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 import { parseRedisUrl, type RedisTarget } from "./redis-url.js";

@@ -4,7 +4,7 @@
 // Sessions are named by their key, `tenant/sessionId`. With each chunk the log keeps its stream
 // (stdout or stderr), when the runner read it, and the terminal's size then (DESIGN §11: what a
 // recording is made of).
-import type { ChunkMeta } from "../shared/protocol.js";
+import type { ChunkMeta } from "../../shared/protocol.js";
 
 /** What a read yields, in offset order, covering the requested range exactly. */
 export type LogItem =

@@ -6,11 +6,11 @@ import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchCommand, switchTools } from "./launch.js";
-import { spawnPty } from "./pty.js";
+import { launchCommand, switchTools } from "../isolation/launch.js";
+import { spawnPty } from "../process/pty.js";
 import { BASH_INIT, installShellIntegration, integratedBashArgs, isLoginBash } from "./shell-integration.js";
-import { lookUpUser, prepareWorkspaceRoot } from "./session-user.js";
-import { TestShell, until } from "./shell-test-kit.js";
+import { lookUpUser, prepareWorkspaceRoot } from "../isolation/session-user.js";
+import { TestShell, until } from "./shell.test-kit.js";
 
 let dir: string;
 let initFile: string;

@@ -9,11 +9,11 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import headless from "@xterm/headless";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { ScreenSnapshot } from "../shared/agent.js";
-import { MemoryLog } from "./memory-log.js";
+import type { ScreenSnapshot } from "../../shared/agent.js";
+import { MemoryLog } from "../log/memory-log.js";
 import { BEHIND_BYTES, CAUGHT_UP_BYTES, TerminalScreen, rebuildScreen } from "./screen.js";
 import { installShellIntegration } from "./shell-integration.js";
-import { TestShell, until } from "./shell-test-kit.js";
+import { TestShell, until } from "./shell.test-kit.js";
 
 let dir: string;
 let initFile: string;

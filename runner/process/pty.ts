@@ -4,7 +4,7 @@ import { chownSync, chmodSync, constants as fsConstants, readFileSync, readSync 
 import { Socket } from "node:net";
 import { constants } from "node:os";
 import * as nodePty from "node-pty";
-import { log } from "../shared/log.js";
+import { log } from "../../shared/log.js";
 import { statFields } from "./proc.js";
 import type { ProcessExit, SessionProcess } from "./session-process.js";
 
