@@ -2,7 +2,7 @@
 // drops, while the process keeps running), the process on its PTY or with pipes (`pty: false`),
 // the coalescer, the acknowledged delivery of output through the output log (each chunk with
 // its stream, read time and terminal size), and, on a terminal, the agent layer (its screen and
-// shell, agent-host.ts) fed the same output.
+// shell, runner/agent/agent-host.ts) fed the same output.
 import { log } from "../shared/log.js";
 import {
   type ChunkMeta,
@@ -169,7 +169,8 @@ export class HostedSession {
     let shellIntegration = false;
     const tty = spec.pty !== false;
     try {
-      // As its own user, in its own cgroup where the runner has them (runner/isolation.ts).
+      // As its own user, in its own cgroup where the runner has them
+      // (runner/isolation/isolation.ts).
       const launch = isolation().prepare(this.key, tenant, spec);
       shellIntegration = launch.shellIntegration;
       proc = tty ? spawnPty({ ...launch, cols: spec.cols, rows: spec.rows }) : spawnPipes(launch);

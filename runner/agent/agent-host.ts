@@ -1,7 +1,7 @@
-// The agent layer of one hosted session (DESIGN §10), runner side: its screen (screen.ts) and
-// what its shell is doing (shell-tracker.ts), both fed the session's output in offset order; the
-// link's `screen` and `run` answered from them; each command that ends reported as `command`,
-// and the newest ones again after every `resume` (the edge keeps each `from` once).
+// The agent layer of one hosted session (docs/protocol.md §3, "Agents"), runner side: its screen
+// (screen.ts) and what its shell is doing (shell-tracker.ts), both fed the session's output in
+// offset order; the link's `screen` and `run` answered from them; each command that ends reported
+// as `command`, and the newest ones again after every `resume` (the edge keeps each `from` once).
 import { log } from "../../shared/log.js";
 import type { EdgeLinkMessage, RunnerLinkMessage } from "../../shared/protocol.js";
 import { TerminalScreen } from "./screen.js";

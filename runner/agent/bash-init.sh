@@ -1,4 +1,4 @@
-# ptybroker shell integration (runner/shell-integration.ts): what a login shell reads, then
+# ptybroker shell integration (runner/agent/shell-integration.ts): what a login shell reads, then
 # OSC 133 marks around the prompt, the command line and each command's output.
 if [ -r /etc/profile ]; then . /etc/profile; fi
 if [ -r ~/.bash_profile ]; then . ~/.bash_profile

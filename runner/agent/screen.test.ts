@@ -1,5 +1,5 @@
-// The session's screen (runner/screen.ts): a real bash and real full-screen programs drawn by a
-// headless xterm; resizes in stream order; the repaint bytes give the same screen on a fresh
+// The session's screen (runner/agent/screen.ts): a real bash and real full-screen programs drawn by
+// a headless xterm; resizes in stream order; the repaint bytes give the same screen on a fresh
 // terminal; a screen rebuilt from the output log equals the live one; the emulator's queue is
 // bounded. Waits are on conditions with deadlines.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -1,6 +1,6 @@
-// The screen of a session as a person would see it (DESIGN §10 `screen`, `from=screen`): a
-// headless terminal emulator (xterm.js) fed every output byte in offset order. The only module
-// that imports @xterm/headless and @xterm/addon-serialize.
+// The screen of a session as a person would see it (docs/protocol.md §3, "Agents": `screen`; §5,
+// `from=screen`): a headless terminal emulator (xterm.js) fed every output byte in offset order.
+// The only module that imports @xterm/headless and @xterm/addon-serialize.
 //
 // xterm's `write` is asynchronous: bytes are queued and parsed in slices between other work. So
 // everything that must happen at a point of the stream (a resize, a snapshot, reading the

@@ -1,9 +1,9 @@
-// Shell integration (DESIGN §10): a session whose command is bash as a login shell (the default,
-// `/bin/bash -l`) starts as `bash --init-file <this runner's file>` instead. The file does what a
-// login shell does (profile files), then adds OSC 133 marks around the prompt, the command line
-// and each command's output, so the runner knows where every command starts and ends and with
-// which exit code, whoever typed it (shell-tracker.ts). Terminals ignore OSC 133 (xterm.js does):
-// the prompt looks exactly as it did.
+// Shell integration (docs/protocol.md §3, "Agents"): a session whose command is bash as a login
+// shell (the default, `/bin/bash -l`) starts as `bash --init-file <this runner's file>` instead.
+// The file does what a login shell does (profile files), then adds OSC 133 marks around the prompt,
+// the command line and each command's output, so the runner knows where every command starts and
+// ends and with which exit code, whoever typed it (shell-tracker.ts). Terminals ignore OSC 133
+// (xterm.js does): the prompt looks exactly as it did.
 //
 // The file is the same for every session on the runner, and each session's shell sources it: it
 // is written at start into a folder of the runner's own (root's under a root runner), mode 0755,
@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 const FOLDER = ".ptybroker-shell";
 const FILE = "bash-init";
 
-/** The file's text (runner/bash-init.sh, next to this module). */
+/** The file's text (runner/agent/bash-init.sh, next to this module). */
 export const BASH_INIT = readFileSync(fileURLToPath(new URL("./bash-init.sh", import.meta.url)), "utf8");
 
 /** Whether a session's command is bash started as a login shell (and nothing else): it gets the integration. */

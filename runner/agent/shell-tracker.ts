@@ -1,5 +1,6 @@
-// What a hosted session's shell is doing (DESIGN §10), from the OSC 133 marks in its output
-// (shell-integration.ts puts them there for bash; any shell that prints them is understood):
+// What a hosted session's shell is doing (docs/protocol.md §3, "Agents"), from the OSC 133
+// marks in its output (shell-integration.ts puts them there for bash; any shell that prints
+// them is understood):
 //   A …prompt… B …command line, as typed and echoed… C …the command's output… D;<exit status>
 // Fed every output byte in offset order, it feeds the session's screen too, cut at the marks, so
 // that what it reads from the screen (the command line as it looks, at C) is the screen exactly

@@ -1,6 +1,7 @@
-// For the agent layer's tests (runner/*.test.ts): a real bash on a real PTY (node-pty), started
-// as a hosted session starts it (with or without the shell integration), its output fed to an
-// AgentHost in offset order, and what the host says on the link collected. No mocks.
+// For the agent layer's tests (runner/agent/*.test.ts; test code only, no source imports it): a
+// real bash on a real PTY (node-pty), started as a hosted session starts it (with or without the
+// shell integration), its output fed to an AgentHost in offset order, and what the host says on the
+// link collected. No mocks.
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import type { RunnerLinkMessage } from "../../shared/protocol.js";
 import { type ShellMark, ShellMarkScanner } from "../../shared/terminal-text.js";

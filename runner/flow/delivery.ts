@@ -1,13 +1,13 @@
 // Acknowledged delivery of one session's output to its Durable Object.
 //
 // Every coalesced chunk is appended to the output log first and sent on the link only once
-// its append has succeeded, so whatever a client sees is in the log (DESIGN §2). An append
-// that fails is not skipped: the chunk waits, appends stop, and after a back-off the log is
-// tried again from the first chunk it lacks, in offset order, until it answers. Chunks stay
-// here until the edge acknowledges them; after every (re)opened link the edge says what it has
-// (`resume`) and nothing is sent before that, so a new link never starts past a hole.
-// When more than `highWater` bytes are unacknowledged (unappended ones included) the PTY is
-// paused, and it is resumed below `lowWater`, so memory stays bounded however fast the
+// its append has succeeded, so whatever a client sees is in the log (docs/protocol.md §5, "Offsets,
+// replay and the switch to live"). An append that fails is not skipped: the chunk waits, appends
+// stop, and after a back-off the log is tried again from the first chunk it lacks, in offset order,
+// until it answers. Chunks stay here until the edge acknowledges them; after every (re)opened link
+// the edge says what it has (`resume`) and nothing is sent before that, so a new link never starts
+// past a hole. When more than `highWater` bytes are unacknowledged (unappended ones included) the
+// PTY is paused, and it is resumed below `lowWater`, so memory stays bounded however fast the
 // process writes and however long the log is away.
 import { type ChunkMeta, UNKNOWN_META, encodeOutput } from "../../shared/protocol.js";
 
@@ -168,7 +168,7 @@ export class Delivery {
    * Once the back-off is over and no append is in flight, the log gets everything from the
    * first chunk it lacks again, one chunk at a time: a pipelined append after a failed one may
    * have landed, so the log's append is idempotent and replaces what follows a missing chunk
-   * (output-log.ts), and only a one-at-a-time pass keeps that exact.
+   * (runner/log/output-log.ts), and only a one-at-a-time pass keeps that exact.
    */
   private retryWhenQuiet(): void {
     if (!this.retryDue || this.appending > 0 || this.disposed) return;

@@ -1,8 +1,8 @@
-// Bounds the input waiting for a session's process (DESIGN §12): a process that does not read
-// (raw mode, `sleep`) leaves written bytes queued in node-pty. Past `softBytes` the gate tells
-// the edge, which then refuses input (429 on REST, an error on WebSocket) until the process has
-// taken all but half of it; past `hardBytes` (input already on its way when the edge heard)
-// the runner drops input and says so. The runner's memory stays flat either way.
+// Bounds the input waiting for a session's process (docs/security.md, "Limits"): a process that
+// does not read (raw mode, `sleep`) leaves written bytes queued in node-pty. Past `softBytes` the
+// gate tells the edge, which then refuses input (429 on REST, an error on WebSocket) until the
+// process has taken all but half of it; past `hardBytes` (input already on its way when the edge
+// heard) the runner drops input and says so. The runner's memory stays flat either way.
 
 export interface InputGateOptions {
   softBytes: number;

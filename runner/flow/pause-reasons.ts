@@ -1,6 +1,6 @@
 // Who has paused a session's process: its output waits for the edge (delivery.ts) or for the
-// screen's emulator (screen.ts). The process reads again only when no reason is left, so one
-// never resumes what the other paused.
+// screen's emulator (runner/agent/screen.ts). The process reads again only when no reason is left,
+// so one never resumes what the other paused.
 export class PauseReasons<Reason extends string> {
   private readonly reasons = new Set<Reason>();
 

@@ -1,7 +1,7 @@
-// cgroup v2, the boundary that holds every process of a session (DESIGN §8, §12): a process
-// cannot leave its cgroup without write access to another one, whatever it does with its
-// session, process group or parent (`setsid`, `nohup`, double fork), and `cgroup.kill` ends
-// every process in a cgroup and its descendants at once.
+// cgroup v2, the boundary that holds every process of a session (docs/architecture.md, "Traps";
+// docs/security.md): a process cannot leave its cgroup without write access to another one,
+// whatever it does with its session, process group or parent (`setsid`, `nohup`, double fork), and
+// `cgroup.kill` ends every process in a cgroup and its descendants at once.
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 

@@ -1,7 +1,7 @@
 // Whether a session's command can be run, decided before it is spawned, so that one that
 // cannot ends the way a shell says it: exit 127 and "ptybroker: <command>: command not found"
 // (or "no such file or directory" for a path), exit 126 and "permission denied" for a file that
-// is there but may not be executed (DESIGN §4; docs/protocol.md §3). Without this node-pty's
+// is there but may not be executed (docs/protocol.md §3). Without this node-pty's
 // child fails in execvp and the session ends with 1 and "execvp(3) failed.: ...".
 //
 // The search is execvp's: a command with a `/` is that path (from the session's cwd), any other

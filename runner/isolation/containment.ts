@@ -1,5 +1,5 @@
-// Every process a session starts ends with the session (DESIGN §12), by one of two mechanisms,
-// chosen once at start and said in the log (`runner.containment`):
+// Every process a session starts ends with the session (docs/security.md), by one of two
+// mechanisms, chosen once at start and said in the log (`runner.containment`):
 // - "cgroup": a root runner with a writable cgroup2 hierarchy gives each session its own cgroup,
 //   `<cgroup2>/ptybroker/<run>/<session>`; the session's first process joins it before anything
 //   of the session runs, and nothing it starts can leave it. Ending the session ends the cgroup

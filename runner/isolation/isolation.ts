@@ -1,7 +1,7 @@
-// The boundaries around sessions (DESIGN §12), set up once at the runner's start and used by
+// The boundaries around sessions (docs/security.md), set up once at the runner's start and used by
 // every hosted session: who a session runs as (session-user.ts), in which folder and with which
 // environment (environment.ts), what holds its processes (containment.ts), and, for a login
-// bash, the shell integration it starts with (shell-integration.ts).
+// bash, the shell integration it starts with (runner/agent/shell-integration.ts).
 import { log } from "../../shared/log.js";
 import type { PoolMessage } from "../../shared/protocol.js";
 import type { RunnerConfig } from "../config.js";

@@ -8,7 +8,7 @@
 //      setgroups(), which would leave root's group 0 to the session.
 // The step starts no other process (a Ctrl+C typed that early reaches only the shell, which
 // catches it; exec restores the default for the session's command). The terminal is handed to
-// the user by the runner itself (pty.ts, terminalOwner).
+// the user by the runner itself (runner/process/pty.ts, terminalOwner).
 // A `cwd` below the tenant's folder is made and entered after the switch, as the user: the
 // runner never makes folders, as root, along paths a session controls (symbolic links).
 import { existsSync } from "node:fs";

@@ -1,5 +1,5 @@
-// The fallback containment (runner/containment.ts, where the runner cannot use cgroups): every
-// process in the session's terminal session (sid = the session leader's pid) gets SIGKILL. A
+// The fallback containment (runner/isolation/containment.ts, where the runner cannot use cgroups):
+// every process in the session's terminal session (sid = the session leader's pid) gets SIGKILL. A
 // process that called setsid() is in another terminal session and escapes it.
 import { readdirSync } from "node:fs";
 import { log } from "../../shared/log.js";

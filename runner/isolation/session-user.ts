@@ -1,4 +1,4 @@
-// Who a session's processes run as (DESIGN §12). A runner that is root never lets a session
+// Who a session's processes run as (docs/security.md). A runner that is root never lets a session
 // run as root: with RUNNER_SESSION_USER=per-tenant each tenant gets its own unprivileged system
 // user, made once with the system's own groupadd/useradd; with RUNNER_SESSION_USER=<name> every
 // session runs as that existing user. A runner that is not root cannot switch users: its

@@ -304,8 +304,9 @@ describe.each(implementations)("$name", (impl) => {
     expect(rest.bytes.equals(all.subarray(from))).toBe(true);
   });
 
-  // DESIGN §2: after trimming, the newest retainBytes bytes are still replayable; a chunk goes
-  // only when every byte of it is older than end - retainBytes.
+  // docs/protocol.md §5 ("Offsets, replay and the switch to live"): after trimming, the newest
+  // retainBytes bytes are still replayable; a chunk goes only when every byte of it is older than
+  // end - retainBytes.
   it.each([
     { what: "chunks of retainBytes", sizes: Array<number>(6).fill(256 * 1024) },
     // As the coalescer makes them at COALESCE_BYTES = retainBytes: full chunks, a small one at

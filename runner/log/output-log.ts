@@ -2,8 +2,8 @@
 // Two implementations behind this one interface: Redis streams (`redis-log.ts`, the only file
 // that imports ioredis) when REDIS_URL is set, and an in-process log (`memory-log.ts`) otherwise.
 // Sessions are named by their key, `tenant/sessionId`. With each chunk the log keeps its stream
-// (stdout or stderr), when the runner read it, and the terminal's size then (DESIGN §11: what a
-// recording is made of).
+// (stdout or stderr), when the runner read it, and the terminal's size then (docs/protocol.md §3,
+// "Recordings": what a recording is made of).
 import type { ChunkMeta } from "../../shared/protocol.js";
 
 /** What a read yields, in offset order, covering the requested range exactly. */
@@ -18,7 +18,7 @@ export interface OutputLog {
    * Stores `data` as the bytes at `offset`. Calls for one key come in offset order, each
    * starting where the previous ended, without waiting for the previous one (pipelined);
    * they resolve in call order. Rejects when the log cannot store the chunk (e.g. Redis is
-   * down); the caller keeps the chunk and appends it again later (runner/delivery.ts).
+   * down); the caller keeps the chunk and appends it again later (runner/flow/delivery.ts).
    * Idempotent for that retry: a chunk the log already holds at `offset` (same length)
    * resolves without change; an append at an offset the log has passed without holding it
    * (a later pipelined append landed while this one failed) drops everything from `offset`

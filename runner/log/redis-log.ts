@@ -6,7 +6,7 @@
 // without a terminal). Entries written before `t`/`s`/`z` existed read as UNKNOWN_META. Needs Redis >= 6.2 (XTRIM MINID, exclusive
 // XRANGE starts) with scripting (EVAL, for the trim). The only file that imports ioredis.
 //
-// One Redis or a Redis Cluster (REDIS_URL, runner/redis-url.ts): a node list connects with
+// One Redis or a Redis Cluster (REDIS_URL, runner/log/redis-url.ts): a node list connects with
 // ioredis's Cluster client at once; a single URL connects with the plain client, asks the server
 // `INFO cluster` on every (re)connect, and moves to the Cluster client when it answers
 // `cluster_enabled:1`. INFO is what ioredis's own ready check sends, so it is allowed wherever the
@@ -177,7 +177,7 @@ export class RedisLog implements OutputLog {
       clusterRetryStrategy: redial,
       // A command that meets a dropped node connection or CLUSTERDOWN fails now instead of being
       // retried for up to maxRedirections × 100 ms: the caller keeps the chunk and appends it
-      // again (runner/delivery.ts), as it does with one Redis. MOVED/ASK are still followed.
+      // again (runner/flow/delivery.ts), as it does with one Redis. MOVED/ASK are still followed.
       retryDelayOnFailover: 0,
       retryDelayOnClusterDown: 0,
       // Node connections: ioredis never redials them itself (it finds nodes again from the

@@ -1,9 +1,9 @@
-// REDIS_URL (DESIGN §3): one Redis, or several nodes of one Redis Cluster, comma-separated:
-// `redis://[user:password@]host:port[/db]` or
+// REDIS_URL (docs/protocol.md §8): one Redis, or several nodes of one Redis Cluster,
+// comma-separated: `redis://[user:password@]host:port[/db]` or
 // `redis://[user:password@]host:port,host2:port2,…`. Later entries may leave out the scheme and
-// credentials; they take the first entry's. Parsed here, without ioredis, so that the
-// configuration rejects bad input at start-up with a clear message (runner/config.ts) and the
-// log (runner/redis-log.ts) connects from the same reading.
+// credentials; they take the first entry's. Parsed here, without ioredis, so that the configuration
+// rejects bad input at start-up with a clear message (runner/config.ts) and the log
+// (runner/log/redis-log.ts) connects from the same reading.
 
 export interface RedisNode {
   host: string;

@@ -1,7 +1,7 @@
-// A session's process without a terminal (`pty: false`, DESIGN §11): stdin, stdout and stderr
-// are pipes. Started with the same command line, user, folder, environment and cgroup as a
-// terminal session (isolation.ts prepares both), in a process group of its own so a signal for
-// "the foreground" reaches whatever it started.
+// A session's process without a terminal (`pty: false`, docs/protocol.md §3, "Processes without a
+// terminal"): stdin, stdout and stderr are pipes. Started with the same command line, user, folder,
+// environment and cgroup as a terminal session (runner/isolation/isolation.ts prepares both), in a
+// process group of its own so a signal for "the foreground" reaches whatever it started.
 import { type ChildProcess, spawn } from "node:child_process";
 import type { Readable } from "node:stream";
 import { log } from "../../shared/log.js";
