@@ -19,7 +19,7 @@ import { STOCK_HOME } from "./scale.js";
 import type { BenchStack } from "./stack.js";
 import { type BenchTerm, BASH, rawTerm, settle, waitForMarker } from "./terminals.js";
 
-/** The shell-integration marks a default session's prompt carries (runner/bash-init.sh). */
+/** The shell-integration marks a default session's prompt carries (runner/agent/bash-init.sh). */
 const MARK_B = "\x1b]133;B\x07";
 const MARK_D_OK = "\x1b]133;D;0\x07";
 /**
