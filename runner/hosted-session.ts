@@ -13,16 +13,16 @@ import {
   parseMessage,
 } from "../shared/protocol.js";
 import { AgentHost } from "./agent/agent-host.js";
-import { Coalescer } from "./flow/coalescer.js";
 import type { RunnerConfig } from "./config.js";
+import { Coalescer } from "./flow/coalescer.js";
 import { Delivery } from "./flow/delivery.js";
 import { InputGate } from "./flow/input-gate.js";
-import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./link/edge-link.js";
+import { PauseReasons } from "./flow/pause-reasons.js";
 import { isolation } from "./isolation/isolation.js";
+import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./link/edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link/link-url.js";
 import { ReadServer } from "./log/log-reads.js";
 import type { OutputLog } from "./log/output-log.js";
-import { PauseReasons } from "./flow/pause-reasons.js";
 import { spawnPipes } from "./process/pipe-process.js";
 import { spawnPty } from "./process/pty.js";
 import type { ProcessExit, SessionProcess } from "./process/session-process.js";
