@@ -11,15 +11,15 @@ import { runInNewContext } from "node:vm";
 import WebSocket from "ws";
 import type { ExpectResult } from "../shared/agent.js";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
-import { AgentHost } from "../runner/agent-host.js";
-import { TerminalScreen } from "../runner/screen.js";
-import { BASH_INIT } from "../runner/shell-integration.js";
+import { AgentHost } from "../runner/agent/agent-host.js";
+import { TerminalScreen } from "../runner/agent/screen.js";
+import { BASH_INIT } from "../runner/agent/shell-integration.js";
 import { floodBytes, floodCommand } from "./measures.js";
 import { STOCK_HOME } from "./scale.js";
 import type { BenchStack } from "./stack.js";
 import { type BenchTerm, BASH, rawTerm, settle, waitForMarker } from "./terminals.js";
 
-/** The shell-integration marks a default session's prompt carries (runner/bash-init.sh). */
+/** The shell-integration marks a default session's prompt carries (runner/agent/bash-init.sh). */
 const MARK_B = "\x1b]133;B\x07";
 const MARK_D_OK = "\x1b]133;D;0\x07";
 /**

@@ -1,6 +1,6 @@
 // What the benchmarks read about processes from /proc: resident memory and process trees.
 import { readFileSync, readdirSync } from "node:fs";
-import { statFields } from "../runner/proc.js";
+import { statFields } from "../runner/process/proc.js";
 
 /** Resident set size of `pid` in KiB, or 0 when it is gone. */
 export function rssKiB(pid: number): number {

@@ -4,7 +4,7 @@
 // client beside the same flood on a PTY session, and both beside this process reading the same
 // command on pipes and on node-pty directly; once more with half of it on stderr.
 import { spawn } from "node:child_process";
-import { spawnPty } from "../runner/pty.js";
+import { spawnPty } from "../runner/process/pty.js";
 import type { BenchStack } from "./stack.js";
 import { stackTerm } from "./terminals.js";
 

@@ -3,7 +3,7 @@
 // baseline. Both count bytes and look for a marker without keeping the output.
 import WebSocket from "ws";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
-import { spawnPty } from "../runner/pty.js";
+import { spawnPty } from "../runner/process/pty.js";
 import type { BenchStack } from "./stack.js";
 
 export interface BenchTerm {

@@ -1,11 +1,11 @@
-// Runner configuration from the environment (DESIGN §3), validated once at start-up.
+// Runner configuration from the environment (docs/protocol.md §8), validated once at start-up.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { decode } from "hono/jwt";
 import { z } from "zod";
-import { parseRedisUrl } from "./redis-url.js";
+import { parseRedisUrl } from "./log/redis-url.js";
 
 const TOKEN_REQUIRED = "RUNNER_TOKEN (or RUNNER_TOKEN_FILE) is required: the shared token or this runner's credential";
 
@@ -18,8 +18,9 @@ const Env = z.object({
   RUNNER_CAPACITY: z.coerce.number().int().min(0).default(200),
   RUNNER_WORKSPACE: z.string().min(1).default(join(tmpdir(), "ptybroker-workspace")),
   /**
-   * Who sessions run as when the runner is root (DESIGN §12): `per-tenant`, an unprivileged user
-   * per tenant made on first use, or the name of one existing unprivileged user for every session.
+   * Who sessions run as when the runner is root (docs/security.md): `per-tenant`, an unprivileged
+   * user per tenant made on first use, or the name of one existing unprivileged user for every
+   * session.
    */
   RUNNER_SESSION_USER: z
     .string()
@@ -41,7 +42,7 @@ const Env = z.object({
     .default(256 * 1024),
   /**
    * The output log; unset = an in-process log (local use: not durable, not shared). One URL, or
-   * several Redis Cluster nodes comma-separated (runner/redis-url.ts).
+   * several Redis Cluster nodes comma-separated (runner/log/redis-url.ts).
    */
   REDIS_URL: z
     .union([
@@ -63,7 +64,7 @@ const Env = z.object({
     .default(8 * 1024 * 1024),
   /**
    * On SIGTERM, how long live sessions may go on before the runner ends them (reason drain)
-   * and exits; 0 = end them at once (DESIGN §9, runner/drain.ts).
+   * and exits; 0 = end them at once (docs/protocol.md §4, "Timers"; runner/drain.ts).
    */
   RUNNER_DRAIN_SEC: z.coerce.number().int().min(0).default(300),
   /** How long a session's log is kept after the session ends. */

@@ -1,10 +1,10 @@
-// The runner's drain (DESIGN §9). On the first SIGTERM the runner tells the pool to place
-// nothing more on it and lets its live sessions go on, input, output and replay included, for
-// up to RUNNER_DRAIN_SEC; sessions whose process ends meanwhile end normally. When the time is
-// up, the rest are ended as DELETE ends them (SIGHUP, then SIGKILL after the grace) and report
-// their exit with `reason: "drain"`; once every exit has reached the edge (bounded), the runner
-// stops. A second SIGTERM, or a SIGINT, ends the sessions at once; one more signal after that
-// stops without waiting for their exits to be delivered.
+// The runner's drain (docs/protocol.md §6, "Drain"; §4, "Timers"). On the first SIGTERM the runner
+// tells the pool to place nothing more on it and lets its live sessions go on, input, output and
+// replay included, for up to RUNNER_DRAIN_SEC; sessions whose process ends meanwhile end normally.
+// When the time is up, the rest are ended as DELETE ends them (SIGHUP, then SIGKILL after the
+// grace) and report their exit with `reason: "drain"`; once every exit has reached the edge
+// (bounded), the runner stops. A second SIGTERM, or a SIGINT, ends the sessions at once; one more
+// signal after that stops without waiting for their exits to be delivered.
 import { log } from "../shared/log.js";
 
 /** A hosted session, as the drain sees it. */

@@ -2,7 +2,7 @@
 // drops, while the process keeps running), the process on its PTY or with pipes (`pty: false`),
 // the coalescer, the acknowledged delivery of output through the output log (each chunk with
 // its stream, read time and terminal size), and, on a terminal, the agent layer (its screen and
-// shell, agent-host.ts) fed the same output.
+// shell, runner/agent/agent-host.ts) fed the same output.
 import { log } from "../shared/log.js";
 import {
   type ChunkMeta,
@@ -12,20 +12,20 @@ import {
   decodeFrame,
   parseMessage,
 } from "../shared/protocol.js";
-import { AgentHost } from "./agent-host.js";
-import { Coalescer } from "./coalescer.js";
+import { AgentHost } from "./agent/agent-host.js";
 import type { RunnerConfig } from "./config.js";
-import { Delivery } from "./delivery.js";
-import { InputGate } from "./input-gate.js";
-import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./edge-link.js";
-import { isolation } from "./isolation.js";
-import { edgeSocketUrl, linkPath } from "./link-url.js";
-import { ReadServer } from "./log-reads.js";
-import type { OutputLog } from "./output-log.js";
-import { PauseReasons } from "./pause-reasons.js";
-import { spawnPipes } from "./pipe-process.js";
-import { spawnPty } from "./pty.js";
-import type { ProcessExit, SessionProcess } from "./session-process.js";
+import { Coalescer } from "./flow/coalescer.js";
+import { Delivery } from "./flow/delivery.js";
+import { InputGate } from "./flow/input-gate.js";
+import { PauseReasons } from "./flow/pause-reasons.js";
+import { isolation } from "./isolation/isolation.js";
+import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./link/edge-link.js";
+import { edgeSocketUrl, linkPath } from "./link/link-url.js";
+import { ReadServer } from "./log/log-reads.js";
+import type { OutputLog } from "./log/output-log.js";
+import { spawnPipes } from "./process/pipe-process.js";
+import { spawnPty } from "./process/pty.js";
+import type { ProcessExit, SessionProcess } from "./process/session-process.js";
 
 type SpawnMessage = Extract<PoolMessage, { type: "spawn" }>;
 
@@ -169,7 +169,8 @@ export class HostedSession {
     let shellIntegration = false;
     const tty = spec.pty !== false;
     try {
-      // As its own user, in its own cgroup where the runner has them (runner/isolation.ts).
+      // As its own user, in its own cgroup where the runner has them
+      // (runner/isolation/isolation.ts).
       const launch = isolation().prepare(this.key, tenant, spec);
       shellIntegration = launch.shellIntegration;
       proc = tty ? spawnPty({ ...launch, cols: spec.cols, rows: spec.rows }) : spawnPipes(launch);

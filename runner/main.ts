@@ -2,14 +2,14 @@
 // hosted sessions, the reader links, and the drain that SIGTERM starts (drain.ts).
 import { setLogLevel, log } from "../shared/log.js";
 import { loadConfig } from "./config.js";
-import { ControlLink } from "./control.js";
 import { Drain } from "./drain.js";
 import { HostedSession } from "./hosted-session.js";
-import { type Isolation, startIsolation } from "./isolation.js";
-import { MemoryLog } from "./memory-log.js";
-import type { OutputLog } from "./output-log.js";
-import { ReaderLink } from "./reader-link.js";
-import { RedisLog } from "./redis-log.js";
+import { type Isolation, startIsolation } from "./isolation/isolation.js";
+import { ControlLink } from "./link/control.js";
+import { ReaderLink } from "./link/reader-link.js";
+import { MemoryLog } from "./log/memory-log.js";
+import type { OutputLog } from "./log/output-log.js";
+import { RedisLog } from "./log/redis-log.js";
 
 const config = loadConfig();
 setLogLevel(config.logLevel);

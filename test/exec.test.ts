@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { lookUpUser, tenantUserName } from "../runner/session-user.js";
+import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
 import type { ExecResult, Session } from "../shared/session.js";
 import { SHARED_RETAIN_BYTES, TENANTS } from "./global-setup.js";

@@ -8,8 +8,8 @@ import WebSocket from "ws";
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
 import type { Session } from "../shared/session.js";
-import { statFields } from "../runner/proc.js";
-import { sessionMembers } from "../runner/reaper.js";
+import { statFields } from "../runner/process/proc.js";
+import { sessionMembers } from "../runner/isolation/reaper.js";
 
 export interface ApiResponse<T = unknown> {
   status: number;

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { lookUpUser, tenantUserName } from "../runner/session-user.js";
+import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, type OutputFrame, SseClient, TermClient, alive, commandOf, fetchOutput, liveSessionProcesses, sha256, until } from "./harness.js";

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { spawnPty } from "../runner/pty.js";
+import { spawnPty } from "../runner/process/pty.js";
 import { toolPath } from "../scripts/test-tools.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
