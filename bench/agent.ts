@@ -1,7 +1,8 @@
-// What the agent layer costs (issue 15, DESIGN §10): the emulator's memory per idle session,
-// `run`, `expect`, `from=screen` and `onLag=screen`. One function per measurement; each runs once
-// and returns raw numbers with the baseline measured beside it; `main.ts` repeats them, takes
-// medians and ratios, and writes rows 5 (the emulator's part) and 9–12.
+// What the agent layer costs (issue 15, docs/protocol.md §3, "Agents"): the emulator's memory per
+// idle session, `run`, `expect`, `from=screen` and `onLag=screen`. One function per measurement;
+// each runs once and returns raw numbers with the baseline measured beside it; rows/ repeats them,
+// takes medians and ratios, and builds rows 5 (the emulator's part, rows/scale.ts), 9–11
+// (rows/agent.ts) and 12 (rows/lag.ts).
 import { mkdtempSync, writeFileSync } from "node:fs";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";

@@ -1,5 +1,5 @@
-// One function per measurement of issue 6; each runs once and returns raw numbers. `main.ts`
-// repeats them, takes medians and ratios, and writes the table.
+// One function per measurement of issue 6; each runs once and returns raw numbers.
+// rows/terminal.ts (and knobs.ts) repeats them, takes medians and ratios, and builds the rows.
 import { percentile } from "./stats.js";
 import { type BenchTerm, BASH, settle, stackSession, stackTerm, waitForMarker } from "./terminals.js";
 import type { BenchStack } from "./stack.js";

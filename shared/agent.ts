@@ -1,5 +1,6 @@
-// The agent layer's public shapes (DESIGN §10): what `expect`, `run`, `commands` and `screen`
-// answer. Pure types and limits, shared by the Worker, the runner and the clients.
+// The agent layer's public shapes (docs/protocol.md §3, "Agents"): what `expect`, `run`,
+// `commands` and `screen` answer. Pure types and limits, shared by the Worker, the runner and the
+// clients.
 
 /** `POST .../expect`: the match, or why there is none. `start`/`end` are raw output offsets. */
 export type ExpectResult =

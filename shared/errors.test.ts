@@ -115,7 +115,7 @@ describe("fail / isFailure / unwrap", () => {
 });
 
 describe("CloseCode", () => {
-  it("matches DESIGN §5 (and the runner link's resync)", () => {
+  it("matches docs/protocol.md §5 (and the runner link's resync)", () => {
     expect(CloseCode).toEqual({
       GoingAway: 1001,
       Unauthorized: 4001,

@@ -1,4 +1,4 @@
-// The one list of API error codes and the HTTP status each renders as (DESIGN §4).
+// The one list of API error codes and the HTTP status each renders as (docs/protocol.md §2).
 
 export const ErrorStatus = {
   INVALID_REQUEST: 400,
@@ -71,7 +71,7 @@ export function unwrap<T>(value: T | Failure): T {
   return value;
 }
 
-/** WebSocket close codes (DESIGN §5). */
+/** WebSocket close codes (docs/protocol.md §5, "Refusals and close codes"). */
 export const CloseCode = {
   GoingAway: 1001,
   Unauthorized: 4001,

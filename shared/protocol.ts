@@ -26,7 +26,10 @@ export const Op = {
 /** Which of a process's outputs a chunk came from: a terminal's output counts as stdout. */
 export type OutputStream = "stdout" | "stderr";
 
-/** What the output log keeps with each chunk besides its bytes (DESIGN §11). */
+/**
+ * What the output log keeps with each chunk besides its bytes (docs/protocol.md §3, "Processes
+ * without a terminal" and "Recordings").
+ */
 export interface ChunkMeta {
   stream: OutputStream;
   /** When the runner read the chunk (ms since epoch); 0 when the log does not know. */
@@ -149,7 +152,7 @@ export function decodeFrame(frame: Uint8Array): Frame {
   }
 }
 
-// ---- Client control messages (JSON text frames, DESIGN §5) ----
+// ---- Client control messages (JSON text frames, docs/protocol.md §5) ----
 
 const dimension = z.number().int().min(1).max(1000);
 const offsetSchema = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -188,7 +191,7 @@ export type ExitInfo = {
   status: "exited" | "lost" | "failed";
   exitCode: number | null;
   signal: string | null;
-  /** Why the session ended (DESIGN §4). */
+  /** Why the session ended (docs/protocol.md §4). */
   reason: EndReason | null;
   /** The session's final output offset: every byte below it was sent before `exit`. */
   offset: number;
@@ -203,7 +206,7 @@ export type ServerMessage =
   | { type: "resize"; cols: number; rows: number }
   /** before a 0x04 frame: the screen as it is at `offset`; live output continues there */
   | { type: "screen"; offset: number; cols: number; rows: number }
-  /** a shell command ended (DESIGN §10) */
+  /** a shell command ended (docs/protocol.md §3, "Agents") */
   | { type: "command"; seq: number; command: string; exitCode: number | null; from: number; to: number }
   | ({ type: "exit" } & ExitInfo)
   | { type: "error"; code: string; message: string }

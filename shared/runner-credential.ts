@@ -1,6 +1,6 @@
-// Per-runner credentials (DESIGN §12): an HS256 JWT (hono/jwt) signed with the edge's
-// RUNNER_SECRET that names one runner and the tenants it may serve. The edge takes a runner's
-// id and tenants from it, never from what the runner says. Minted by `ptybroker
+// Per-runner credentials (docs/security.md, "Credentials"): an HS256 JWT (hono/jwt) signed with
+// the edge's RUNNER_SECRET that names one runner and the tenants it may serve. The edge takes a
+// runner's id and tenants from it, never from what the runner says. Minted by `ptybroker
 // runner-credential`, verified by the Worker; pure, so both runtimes share it.
 import { sign, verify } from "hono/jwt";
 

@@ -1,4 +1,4 @@
-// The public Session record (DESIGN §4) and its forward-only lifecycle.
+// The public Session record (docs/protocol.md §4) and its forward-only lifecycle.
 
 export const SESSION_STATUSES = ["starting", "running", "exited", "lost", "failed"] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
@@ -21,11 +21,11 @@ export function canMove(from: SessionStatus, to: SessionStatus): boolean {
   return !isTerminal(from) && RANK[to] > RANK[from];
 }
 
-/** Why a session ended (DESIGN §4); null while it runs. */
+/** Why a session ended (docs/protocol.md §4); null while it runs. */
 export const END_REASONS = ["exit", "deleted", "timeout", "idle", "detached", "drain", "runner_lost", "failed"] as const;
 export type EndReason = (typeof END_REASONS)[number];
 
-/** The three timers of a session, in seconds; 0 = off (DESIGN §9). */
+/** The three timers of a session, in seconds; 0 = off (docs/protocol.md §4, "Timers"). */
 export interface SessionTimers {
   timeoutSec: number;
   idleTimeoutSec: number;
@@ -40,7 +40,10 @@ export interface Session extends SessionTimers {
   cwd: string | null;
   cols: number;
   rows: number;
-  /** false: the process runs with pipes, not a terminal (DESIGN §11) */
+  /**
+   * false: the process runs with pipes, not a terminal (docs/protocol.md §3, "Processes without a
+   * terminal")
+   */
   pty: boolean;
   pid: number | null;
   tags: string[];
@@ -77,7 +80,7 @@ export const DEFAULT_ROWS = 24;
 /** Grace between SIGHUP and SIGKILL when a session is deleted. */
 export const KILL_GRACE_MS = 2000;
 
-/** Signals a client may send (DESIGN §4 lists the common ones, "..." the rest of these). */
+/** Signals a client may send (all listed in docs/protocol.md §3, `POST /v1/sessions/:id/signal`). */
 export const SIGNALS = [
   "SIGINT",
   "SIGTERM",
@@ -95,7 +98,7 @@ export const SIGNALS = [
 ] as const;
 export type SignalName = (typeof SIGNALS)[number];
 
-/** What `GET /v1/events` reports about a tenant's sessions (DESIGN §9). */
+/** What `GET /v1/events` reports about a tenant's sessions (docs/protocol.md §3, "Events"). */
 export const EVENT_TYPES = ["session.created", "session.updated", "session.exited", "session.deleted"] as const;
 export type TenantEventType = (typeof EVENT_TYPES)[number];
 
@@ -107,7 +110,7 @@ export interface TenantEvent {
   at: string;
 }
 
-/** What `POST /v1/exec` answers (DESIGN §11). */
+/** What `POST /v1/exec` answers (docs/protocol.md §3, "Exec"). */
 export interface ExecResult {
   /** The `pty: false` session it ran as: readable and replayable like any other. */
   id: string;

@@ -1,4 +1,5 @@
-// UTF-8 boundaries, so output chunks never split a character (DESIGN §2).
+// UTF-8 boundaries, so output chunks never split a character (docs/protocol.md §5, "Offsets,
+// replay and the switch to live").
 
 /**
  * Length of the longest prefix of `bytes` that does not end inside a UTF-8 sequence.

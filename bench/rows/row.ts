@@ -1,0 +1,40 @@
+// What every row builder shares: one row of the table, the run's settings (set by main.ts from
+// its flags) and how a row prints repeated measurements.
+import { medianRange, percentile } from "../stats.js";
+
+/** One line of the table in docs/benchmarks.md. */
+export interface Row {
+  n: number;
+  what: string;
+  ours: string;
+  baseline: string;
+  ratio: string;
+  target: string;
+  met: boolean | undefined;
+}
+
+/** How much each row measures: `--quick` and `--runs` set these in main.ts. */
+export interface BenchConfig {
+  runs: number;
+  keystrokes: number;
+  floodBytes: number;
+  viewers: number[];
+  replayBytes: number;
+  sessions: number;
+  /** Row 9: runs of `true` per repetition; row 10: expects per repetition. */
+  agentRuns: number;
+  expects: number;
+  /** Row 12: viewers with onLag=screen, how many of them paused, and the lag bound that makes them skip. */
+  lagViewers: number;
+  lagPaused: number;
+  lagBytes: number;
+  /** Row 8: idle sessions watched, and for how long (seconds). */
+  idleSessions: number;
+  idleWindowSec: number;
+}
+
+/** A line on stderr while the rows run (`[bench] …`). */
+export type Progress = (message: string) => void;
+
+export const median = (xs: number[]) => percentile(xs, 50);
+export const fmt = (xs: number[], digits = 1, unit = "") => `${medianRange(xs, digits)}${unit}`;

@@ -1,0 +1,163 @@
+// Rows 1, 2, 3, 4 and 7: a terminal through the stack against node-pty in this process: keystroke
+// echo, throughput, fan-out, replay from Redis, Ctrl+C in a flood (the measures are measures.ts's).
+import { echoRoundTrips, fanOut, interrupt, replay, throughput } from "../measures.js";
+import type { BenchStack } from "../stack.js";
+import { rawTerm, stackSession } from "../terminals.js";
+import { type BenchConfig, type Progress, type Row, fmt, median } from "./row.js";
+
+/** Row 1's per-run percentiles through the stack (row 6 compares them with WeTTY's). */
+export interface EchoSamples {
+  p50: number[];
+  p99: number[];
+}
+
+/** Row 1: keystroke echo, p50 and p99. */
+export async function echoRows(stack: BenchStack, config: BenchConfig, progress: Progress): Promise<{ rows: Row[]; ours: EchoSamples }> {
+  const rows: Row[] = [];
+  const echoOurs: EchoSamples = { p50: [], p99: [] };
+  const echoRaw = { p50: [] as number[], p99: [] as number[] };
+  for (let run = 1; run <= config.runs; run++) {
+    const { id, term } = await stackSession(stack);
+    const ours = await echoRoundTrips(term, config.keystrokes);
+    await term.close();
+    await stack.api.destroy(id);
+    const raw = rawTerm();
+    const base = await echoRoundTrips(raw, config.keystrokes);
+    await raw.close();
+    echoOurs.p50.push(ours.p50);
+    echoOurs.p99.push(ours.p99);
+    echoRaw.p50.push(base.p50);
+    echoRaw.p99.push(base.p99);
+    progress(`1 echo run ${run}: p50 ${ours.p50.toFixed(2)} ms, p99 ${ours.p99.toFixed(2)} ms (node-pty ${base.p50.toFixed(2)}/${base.p99.toFixed(2)})`);
+  }
+  rows.push({
+    n: 1,
+    what: `keystroke echo, p50 (${config.keystrokes} keys × ${config.runs} runs)`,
+    ours: fmt(echoOurs.p50, 2, " ms"),
+    baseline: fmt(echoRaw.p50, 2, " ms"),
+    ratio: `+${(median(echoOurs.p50) - median(echoRaw.p50)).toFixed(2)} ms`,
+    target: "≤ 1 ms",
+    met: median(echoOurs.p50) <= 1,
+  });
+  rows.push({
+    n: 1,
+    what: "keystroke echo, p99",
+    ours: fmt(echoOurs.p99, 2, " ms"),
+    baseline: fmt(echoRaw.p99, 2, " ms"),
+    ratio: `+${(median(echoOurs.p99) - median(echoRaw.p99)).toFixed(2)} ms`,
+    target: "≤ 5 ms",
+    met: median(echoOurs.p99) <= 5,
+  });
+  return { rows, ours: echoOurs };
+}
+
+/** Row 2: throughput to one viewer; `ours` is each run's MB/s (row 6 compares them with WeTTY's). */
+export async function throughputRows(stack: BenchStack, config: BenchConfig, progress: Progress): Promise<{ rows: Row[]; ours: number[] }> {
+  const rows: Row[] = [];
+  const ourMBps: number[] = [];
+  const rawMBps: number[] = [];
+  const ratios: number[] = [];
+  for (let run = 1; run <= config.runs; run++) {
+    const { id, term } = await stackSession(stack);
+    const ours = await throughput(term, config.floodBytes);
+    await term.close();
+    await stack.api.destroy(id);
+    const raw = rawTerm();
+    const base = await throughput(raw, config.floodBytes);
+    await raw.close();
+    ourMBps.push(ours.mbps);
+    rawMBps.push(base.mbps);
+    ratios.push(ours.mbps / base.mbps);
+    progress(`2 throughput run ${run}: ${ours.mbps.toFixed(1)} MB/s (${ours.cuts} cuts), node-pty ${base.mbps.toFixed(1)} MB/s`);
+  }
+  rows.push({
+    n: 2,
+    what: `throughput, one viewer (${config.floodBytes / 1e6} MB)`,
+    ours: fmt(ourMBps, 1, " MB/s"),
+    baseline: fmt(rawMBps, 1, " MB/s"),
+    ratio: `${fmt(ratios, 2)}×`,
+    target: "≥ 0.8× node-pty",
+    met: median(ratios) >= 0.8,
+  });
+  return { rows, ours: ourMBps };
+}
+
+/** Row 3: fan-out, one row per number of viewers. */
+export async function fanOutRows(stack: BenchStack, config: BenchConfig, progress: Progress): Promise<Row[]> {
+  const rows: Row[] = [];
+  const byViewers = new Map<number, { pty: number[]; slowest: number[]; complete: number[]; cuts: number[] }>();
+  for (let run = 1; run <= config.runs; run++) {
+    for (const viewers of config.viewers) {
+      const r = await fanOut(stack, viewers, config.floodBytes);
+      const entry = byViewers.get(viewers) ?? { pty: [], slowest: [], complete: [], cuts: [] };
+      entry.pty.push(r.ptyMBps);
+      entry.slowest.push(r.slowestMBps);
+      entry.complete.push(r.complete);
+      entry.cuts.push(r.cuts);
+      byViewers.set(viewers, entry);
+      progress(`3 fan-out run ${run}, ${viewers} viewers: PTY ${r.ptyMBps.toFixed(1)} MB/s, slowest ${r.slowestMBps.toFixed(1)} MB/s, ${r.complete}/${viewers} complete, ${r.cuts} cuts`);
+    }
+  }
+  const one = median(byViewers.get(1)?.pty ?? [NaN]);
+  for (const [viewers, r] of byViewers) {
+    const ratio = median(r.pty) / one;
+    rows.push({
+      n: 3,
+      what: `fan-out, ${viewers} viewer${viewers > 1 ? "s" : ""}: PTY speed (slowest viewer ${median(r.slowest).toFixed(1)} MB/s; complete ${Math.min(...r.complete)}/${viewers}; cuts ${median(r.cuts)})`,
+      ours: fmt(r.pty, 1, " MB/s"),
+      baseline: viewers === 1 ? "" : `${one.toFixed(1)} MB/s (1 viewer)`,
+      ratio: viewers === 1 ? "" : `${ratio.toFixed(2)}×`,
+      target: viewers === 1 ? "" : "≥ 0.5× one viewer; every viewer complete",
+      met: viewers === 1 ? undefined : ratio >= 0.5 && Math.min(...r.complete) === viewers,
+    });
+  }
+  return rows;
+}
+
+/** Row 4: replay of 8 MiB from Redis. */
+export async function replayRows(stack: BenchStack, config: BenchConfig, progress: Progress): Promise<Row[]> {
+  const rows: Row[] = [];
+  const ms: number[] = [];
+  for (let run = 1; run <= config.runs; run++) {
+    const r = await replay(stack, config.replayBytes);
+    ms.push(r.ms);
+    progress(`4 replay run ${run}: ${r.replayed} bytes to live in ${r.ms.toFixed(0)} ms`);
+  }
+  rows.push({
+    n: 4,
+    what: "replay 8 MiB from Redis, connect → `live`",
+    ours: fmt(ms, 0, " ms"),
+    baseline: "",
+    ratio: `${(8.389 / (median(ms) / 1000)).toFixed(0)} MB/s`,
+    target: "≤ 250 ms",
+    met: median(ms) <= 250,
+  });
+  return rows;
+}
+
+/** Row 7: Ctrl+C in a `yes` flood → the prompt back. */
+export async function interruptRows(stack: BenchStack, config: BenchConfig, progress: Progress): Promise<Row[]> {
+  const rows: Row[] = [];
+  const ours: number[] = [];
+  const raw: number[] = [];
+  for (let run = 1; run <= config.runs; run++) {
+    const { id, term } = await stackSession(stack);
+    ours.push(await interrupt(term));
+    await term.close();
+    await stack.api.destroy(id);
+    const base = rawTerm();
+    raw.push(await interrupt(base));
+    await base.close();
+    progress(`7 interrupt run ${run}: ${ours.at(-1)?.toFixed(0)} ms (node-pty ${raw.at(-1)?.toFixed(0)} ms)`);
+  }
+  rows.push({
+    n: 7,
+    what: "`yes` flood, Ctrl+C → prompt back",
+    ours: fmt(ours, 0, " ms"),
+    baseline: fmt(raw, 0, " ms"),
+    ratio: `+${(median(ours) - median(raw)).toFixed(0)} ms`,
+    target: "≤ 200 ms",
+    met: median(ours) <= 200,
+  });
+  return rows;
+}

@@ -1,0 +1,175 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { EXPECT_WINDOW_CHARS, ExpectMatcher } from "./expect-matcher.js";
+import { bytes, cuts, split, stream } from "./terminal-text-test-kit.js";
+import { TextStripper, stripTerminal } from "./text-stripper.js";
+
+describe("ExpectMatcher.validate", () => {
+  it("accepts patterns and the flags i, m, s, u in any order", () => {
+    expect(ExpectMatcher.validate("\\$ $", false, "")).toBeNull();
+    expect(ExpectMatcher.validate("a(b)?", false, "usmi")).toBeNull();
+    expect(ExpectMatcher.validate("(x", true, "u")).toBeNull(); // literal: metacharacters are escaped
+    expect(ExpectMatcher.validate("a-b/c", true, "u")).toBeNull();
+  });
+
+  it("rejects empty and over-long patterns, other or repeated flags, and bad regexes", () => {
+    expect(ExpectMatcher.validate("", false, "")).toMatch(/^pattern: .*empty/);
+    expect(ExpectMatcher.validate("x".repeat(4097), true, "")).toMatch(/^pattern: .*4096/);
+    expect(ExpectMatcher.validate("x".repeat(4096), true, "")).toBeNull();
+    for (const flag of ["g", "y", "d", "v", "x"]) expect(ExpectMatcher.validate("a", false, flag)).toMatch(/^flags: /);
+    expect(ExpectMatcher.validate("a", false, "ii")).toMatch(/^flags: .*repeated/);
+    expect(ExpectMatcher.validate("(", false, "")).toMatch(/^pattern: Invalid regular expression/);
+    expect(ExpectMatcher.validate("\\-", false, "u")).toMatch(/^pattern: Invalid regular expression/);
+  });
+
+  it("makes the constructor throw the same message", () => {
+    expect(() => new ExpectMatcher({ pattern: "(", literal: false, flags: "", from: 0 })).toThrow(/^pattern: /);
+    expect(() => new ExpectMatcher({ pattern: "a", literal: false, flags: "g", from: 0 })).toThrow(/^flags: /);
+  });
+});
+
+describe("ExpectMatcher", () => {
+  const matcher = (pattern: string, options: { literal?: boolean; flags?: string; from?: number; windowChars?: number } = {}) =>
+    new ExpectMatcher({
+      pattern,
+      literal: options.literal ?? false,
+      flags: options.flags ?? "",
+      from: options.from ?? 0,
+      ...(options.windowChars === undefined ? {} : { windowChars: options.windowChars }),
+    });
+
+  it("matches across pushes, with absolute raw offsets", () => {
+    const m = matcher("\\$ $", { from: 1000 });
+    expect(m.push(1000, bytes("user@host:~"))).toBeNull();
+    expect(m.push(1011, bytes("$"))).toBeNull();
+    expect(m.push(1012, bytes(" "))).toEqual({ match: "$ ", groups: [], start: 1011, end: 1013 });
+    expect(m.offset).toBe(1013);
+  });
+
+  it("matches through an escape sequence split across pushes", () => {
+    const data = bytes("a\x1b[31mb");
+    for (let cut = 0; cut <= data.length; cut++) {
+      const m = matcher("ab");
+      const first = m.push(0, data.subarray(0, cut));
+      const result = m.push(cut, data.subarray(cut)) ?? first;
+      expect(result).toEqual({ match: "ab", groups: [], start: 0, end: 7 });
+    }
+  });
+
+  it("reads \\r\\n as \\n", () => {
+    const m = matcher("x\ny");
+    expect(m.push(0, bytes("x\r"))).toBeNull();
+    expect(m.push(2, bytes("\ny"))).toEqual({ match: "x\ny", groups: [], start: 0, end: 4 });
+  });
+
+  it("gives multibyte characters their whole byte range", () => {
+    const m = matcher("é+", { flags: "u" });
+    const data = bytes("caféé!");
+    expect(m.push(0, data.subarray(0, 4))).toBeNull(); // "caf" + half of é
+    expect(m.push(4, data.subarray(4))).toEqual({ match: "éé", groups: [], start: 3, end: 7 });
+    expect(matcher("😀").push(0, bytes("a😀b"))).toEqual({ match: "😀", groups: [], start: 1, end: 5 });
+  });
+
+  it("returns the numbered groups, null for those that did not take part", () => {
+    const m = matcher("(\\d+) (files?)(?<x> left)?( done)?", { flags: "i" });
+    expect(m.push(0, bytes("copied 12 FILES done"))).toEqual({
+      match: "12 FILES done",
+      groups: ["12", "FILES", null, " done"],
+      start: 7,
+      end: 20,
+    });
+  });
+
+  it("matches a literal as itself", () => {
+    expect(matcher("a.b", { literal: true }).push(0, bytes("axb"))).toBeNull();
+    expect(matcher("a.b", { literal: true }).push(0, bytes("xa.b"))).toMatchObject({ match: "a.b", start: 1, end: 4 });
+    expect(matcher("[y/n]?", { literal: true, flags: "iu" }).push(0, bytes("Continue [Y/N]? "))).toMatchObject({
+      match: "[Y/N]?",
+      start: 9,
+    });
+  });
+
+  it("skips bytes it already has (overlap), and throws on a hole", () => {
+    const m = matcher("bcde");
+    expect(m.push(0, bytes("abc"))).toBeNull();
+    expect(m.push(1, bytes("bcd"))).toBeNull(); // "bc" again, then "d"
+    expect(m.offset).toBe(4);
+    expect(m.push(0, bytes("ab"))).toBeNull(); // entirely old
+    expect(() => m.push(5, bytes("x"))).toThrow(RangeError);
+    expect(m.push(2, bytes("cdef"))).toEqual({ match: "bcde", groups: [], start: 1, end: 5 });
+  });
+
+  it("keeps returning the first match once matched", () => {
+    const m = matcher("o+");
+    const first = m.push(0, bytes("foo"));
+    expect(first).toEqual({ match: "oo", groups: [], start: 1, end: 3 });
+    expect(m.push(3, bytes("ooo"))).toEqual(first);
+    expect(m.push(99, bytes("x"))).toEqual(first);
+  });
+
+  it("does not find a match entirely older than the window", () => {
+    const m = matcher("needle", { windowChars: 100 });
+    expect(m.push(0, bytes("needle" + "x".repeat(100)))).toBeNull();
+    const fresh = matcher("needle", { windowChars: 100 });
+    expect(fresh.push(0, bytes("need"))).toBeNull();
+    expect(fresh.push(4, bytes("x".repeat(200) + "le"))).toBeNull();
+    expect(fresh.push(206, bytes("needle"))).toEqual({ match: "needle", groups: [], start: 206, end: 212 });
+  });
+
+  it("keeps the window within its limit, never cutting a surrogate pair", () => {
+    const m = matcher("b", { windowChars: 2, flags: "u" });
+    expect(m.push(0, bytes("😀"))).toBeNull();
+    expect(m.push(4, bytes("b"))).toEqual({ match: "b", groups: [], start: 4, end: 5 });
+    expect((m as unknown as { text: string }).text).toBe("b"); // not "\ude00b"
+    fc.assert(
+      fc.property(stream, cuts, fc.integer({ min: 2, max: 40 }), (data, cutPoints, windowChars) => {
+        const m = matcher("\u0000never", { windowChars });
+        let at = 0;
+        for (const piece of split(data, cutPoints)) {
+          expect(m.push(at, piece)).toBeNull();
+          at += piece.length;
+          expect(m.windowLength).toBeLessThanOrEqual(windowChars);
+        }
+        // The window is the tail of the whole text.
+        const text = new TextStripper(0).push(data).text;
+        const tail = (m as unknown as { text: string }).text;
+        expect(text.endsWith(tail) || tail === "").toBe(true);
+        expect(/^[\udc00-\udfff]/.test(tail)).toBe(false);
+      }),
+    );
+  });
+
+  it("survives a flood with bounded memory and one search per push", () => {
+    const chunk = bytes(("\x1b[32mbuild step ok\x1b[0m é\r\n").repeat(2979).slice(0, 65536));
+    const m = matcher("DONE (\\d+)");
+    let at = 0;
+    for (let i = 0; i < 128; i++) {
+      expect(m.push(at, chunk)).toBeNull();
+      at += chunk.length;
+      expect(m.windowLength).toBeLessThanOrEqual(EXPECT_WINDOW_CHARS);
+    }
+    expect(m.push(at, bytes("DONE 42\r\n"))).toMatchObject({ match: "DONE 42", groups: ["42"], start: at, end: at + 7 });
+    expect(m.windowLength).toBe(EXPECT_WINDOW_CHARS);
+    // Its speed is measured by `npm run bench`, not here (no timing thresholds in tests).
+  });
+
+  it("property: the same match however the output is split", () => {
+    const needle = fc.constantFrom("ab", "é\n", "\\$ ", "133;", "\\d+");
+    fc.assert(
+      fc.property(stream, cuts, needle, (data, cutPoints, pattern) => {
+        const whole = matcher(pattern).push(0, data);
+        const m = matcher(pattern);
+        let at = 0;
+        let found = null;
+        for (const piece of split(data, cutPoints)) {
+          found = m.push(at, piece) ?? found;
+          at += piece.length;
+        }
+        if (whole === null) expect(found).toBeNull();
+        else if (found !== null && pattern !== "\\d+") expect(found).toEqual(whole); // \d+ may match less, earlier
+        if (found !== null) expect(stripTerminal(data.subarray(found.start, found.end))).toContain(found.match);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
