@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { EXPECT_WINDOW_CHARS, ExpectMatcher } from "./expect-matcher.js";
-import { bytes, cuts, split, stream } from "./terminal-text-test-kit.js";
+import { bytes, cuts, split, stream } from "./terminal-text.test-kit.js";
 import { TextStripper, stripTerminal } from "./text-stripper.js";
 
 describe("ExpectMatcher.validate", () => {

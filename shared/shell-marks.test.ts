@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MAX_SHELL_MARK_BODY_BYTES, type ShellMark, ShellMarkScanner } from "./shell-marks.js";
-import { bytes, concat, cuts, split, stream, stripPieces } from "./terminal-text-test-kit.js";
+import { bytes, concat, cuts, split, stream, stripPieces } from "./terminal-text.test-kit.js";
 
 /** OSC bodies ignore C0 controls, so generated params leave them out. */
 const withoutControls = (s: string) => [...s].map((c) => (c.charCodeAt(0) < 0x20 || c === "\x7f" ? "." : c)).join("");

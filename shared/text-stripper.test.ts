@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { bytes, cuts, raw, split, stream, stripPieces } from "./terminal-text-test-kit.js";
+import { bytes, cuts, raw, split, stream, stripPieces } from "./terminal-text.test-kit.js";
 import { MAX_STRING_SEQUENCE_BYTES, TextStripper, stripTerminal } from "./text-stripper.js";
 
 const utf8 = new TextDecoder();
