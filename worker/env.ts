@@ -1,7 +1,7 @@
 // Bindings and variables the Worker receives (wrangler.toml, `wrangler dev --var`, secrets).
-import type { PtySession } from "./pty-session.js";
-import type { RunnerPool } from "./runner-pool.js";
-import type { Tenant } from "./tenant.js";
+import type { PtySession } from "./session/pty-session.js";
+import type { RunnerPool } from "./pool/runner-pool.js";
+import type { Tenant } from "./tenant/tenant.js";
 
 export interface Env {
   PTY_SESSION: DurableObjectNamespace<PtySession>;
