@@ -1,12 +1,12 @@
 // Bindings and variables the Worker receives (wrangler.toml, `wrangler dev --var`, secrets).
-import type { PtySession } from "./session/pty-session.js";
-import type { RunnerPool } from "./pool/runner-pool.js";
-import type { Tenant } from "./tenant/tenant.js";
+// The objects' bindings are typed by their RPC faces (rpc.ts), never by their classes, so that
+// nothing here imports an object's module.
+import type { PoolRpc, SessionRpc, TenantRpc } from "./rpc.js";
 
 export interface Env {
-  PTY_SESSION: DurableObjectNamespace<PtySession>;
-  RUNNER_POOL: DurableObjectNamespace<RunnerPool>;
-  TENANT: DurableObjectNamespace<Tenant>;
+  PTY_SESSION: DurableObjectNamespace<SessionRpc>;
+  RUNNER_POOL: DurableObjectNamespace<PoolRpc>;
+  TENANT: DurableObjectNamespace<TenantRpc>;
   API_KEYS?: string;
   RUNNER_TOKEN?: string;
   /** Signs per-runner credentials (DESIGN §12); unset = only the shared RUNNER_TOKEN. */

@@ -10,16 +10,13 @@ import { type ErrorCode, type Failure, fail } from "../../shared/errors.js";
 import type { ServerMessage } from "../../shared/protocol.js";
 import { ExpectMatcher, ShellMarkScanner } from "../../shared/terminal-text.js";
 import type { Subscriber } from "../clients/subscribers.js";
+import type { ExpectQuery } from "../rpc.js";
 
 /** Output is matched in slices of this size, so one 4 MiB replay read never becomes 4 MiB of text at once. */
 const SLICE_BYTES = 64 << 10;
 
-export interface ExpectRequest {
-  pattern: string;
-  literal: boolean;
-  flags: string;
+export interface ExpectRequest extends Omit<ExpectQuery, "from"> {
   from: number;
-  timeoutMs: number;
   /** `from` lies inside a command line (after a B mark, before the next mark). */
   inCommandLine: boolean;
 }

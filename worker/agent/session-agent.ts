@@ -6,11 +6,12 @@ import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../
 import { type Failure, fail } from "../../shared/errors.js";
 import type { RunnerLinkMessage, ServerMessage } from "../../shared/protocol.js";
 import { CommandLog } from "./command-log.js";
-import { type ExpectRequest, ExpectWatch } from "./expect-watch.js";
+import { ExpectWatch } from "./expect-watch.js";
 import { IdempotencyKeys } from "./idempotency.js";
 import { type CallsPort, LinkCalls } from "../link/link-calls.js";
 import { PromptMarks } from "./prompt-marks.js";
 import type { Subscriber } from "../clients/subscribers.js";
+import type { ExpectQuery, InputAnswer } from "../rpc.js";
 
 export class SessionAgent {
   readonly calls: LinkCalls;
@@ -33,7 +34,7 @@ export class SessionAgent {
   }
 
   /** Answers when the output from `from` (default: now) matches, the session ends, or time is up. */
-  expect(request: Omit<ExpectRequest, "from" | "inCommandLine"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
+  expect(request: ExpectQuery): Promise<ExpectResult | Failure> {
     if (this.port.watchFull()) return Promise.resolve(fail("QUOTA_EXCEEDED", "too many expects at once on this session; try again", 1));
     const from = request.from ?? this.port.offset();
     const inCommandLine = this.marks.inCommandLine(from);
@@ -84,12 +85,6 @@ export class SessionAgent {
 }
 
 // ---- Shared types ----
-
-/** What REST input answers (DESIGN §4). */
-export interface InputAnswer {
-  bytes: number;
-  offset: number;
-}
 
 /** What the agent layer needs from its session. */
 export interface AgentPort extends CallsPort {

@@ -9,7 +9,7 @@ import { log } from "../../shared/log.js";
 import { ClientMessage, type OutputStream, type ServerMessage, decodeFrame, parseMessage } from "../../shared/protocol.js";
 import type { Session, SignalName } from "../../shared/session.js";
 import type { Limits } from "../env.js";
-import { refuseSocket, wantsRaw } from "../http/errors.js";
+import { refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
 import { ReplayCache } from "./replay-cache.js";

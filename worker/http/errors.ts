@@ -1,9 +1,11 @@
 // The one place errors become responses: `{"error": {"code", "message"}}` with the code's
-// status, or, for a WebSocket upgrade, a socket closed with the matching close code.
+// status, or, for a WebSocket upgrade, a socket closed with the matching close code
+// (io/sockets.ts).
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { ApiError, CloseCode, type ErrorCode } from "../../shared/errors.js";
+import { ApiError, type ErrorCode } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
+import { refuseSocket } from "../io/sockets.js";
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
@@ -18,35 +20,6 @@ function toApiError(err: unknown): ApiError {
     return new ApiError(byStatus[err.status] ?? "INTERNAL", err.message || "request failed");
   }
   return new ApiError("INTERNAL", "internal error");
-}
-
-const CLOSE_FOR: Partial<Record<ErrorCode, number>> = {
-  UNAUTHORIZED: CloseCode.Unauthorized,
-  FORBIDDEN: CloseCode.Forbidden,
-  NOT_FOUND: CloseCode.NotFound,
-  SESSION_EXITED: CloseCode.SessionEnded,
-  QUOTA_EXCEEDED: 1013, // try again later
-  INTERNAL: 1011,
-};
-
-/** Whether a client upgrade asked for raw mode, by query or by subprotocol. */
-export function wantsRaw(request: Request): { raw: boolean; subprotocol: boolean } {
-  const subprotocol = (request.headers.get("sec-websocket-protocol") ?? "").split(",").some((p) => p.trim() === "raw");
-  return { raw: subprotocol || new URL(request.url).searchParams.get("mode") === "raw", subprotocol };
-}
-
-/**
- * Browsers cannot read a refused handshake's status, so a client's refusal is a socket that
- * opens, says why (framed mode) and closes with the matching code (DESIGN §5).
- */
-export function refuseSocket(error: ApiError, request: Request): Response {
-  const { raw, subprotocol } = wantsRaw(request);
-  const { 0: client, 1: server } = new WebSocketPair();
-  server.accept();
-  if (!raw) server.send(JSON.stringify({ type: "error", code: error.code, message: error.message }));
-  server.close(CLOSE_FOR[error.code] ?? 1008, error.message.slice(0, 120));
-  const headers = subprotocol ? { "sec-websocket-protocol": "raw" } : undefined;
-  return new Response(null, { status: 101, webSocket: client, headers });
 }
 
 export function renderError(err: unknown, c: Context): Response {

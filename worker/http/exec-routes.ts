@@ -11,7 +11,7 @@ import type { ExecResult, Session } from "../../shared/session.js";
 import { completeUtf8Length } from "../../shared/utf8.js";
 import { type AuthVariables, authenticate, requireOwner } from "../auth/auth.js";
 import { type Env, sessionStub } from "../env.js";
-import type { StreamsRange } from "../link/output-reads.js";
+import type { StreamsRange } from "../rpc.js";
 import { ExecBody, MAX_EXEC_STDIN_BYTES } from "./schemas.js";
 import { createSession } from "./session-create.js";
 import { jsonBodies, validate } from "./validate.js";

@@ -6,10 +6,10 @@ import { base64ToBytes } from "../../shared/base64.js";
 import { ApiError, type Failure, unwrap } from "../../shared/errors.js";
 import { type Access, type AuthVariables, allows, authenticate, requireOwner } from "../auth/auth.js";
 import { mintToken } from "../auth/tokens.js";
-import { wantsRaw } from "./errors.js";
+import { wantsRaw } from "../io/sockets.js";
 import { type Env, limits, sessionStub, tenantStub } from "../env.js";
 import { createSession } from "./session-create.js";
-import type { OutputRange } from "../link/output-reads.js";
+import type { OutputRange } from "../rpc.js";
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import { ExpectMatcher } from "../../shared/terminal-text.js";
 import {

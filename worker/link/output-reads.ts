@@ -6,26 +6,12 @@
 import { type Failure, fail } from "../../shared/errors.js";
 import type { ChunkMeta, OutputStream } from "../../shared/protocol.js";
 import type { LogReads, ReadHandler } from "./log-reads.js";
-import { concat } from "../session/output-capture.js";
+import type { OutputRange, StreamsRange } from "../rpc.js";
 
 /** Most bytes one answer holds; `X-Offset-To` says where to go on from. */
 export const MAX_OUTPUT_RESPONSE_BYTES = 8 << 20;
 /** Output requested from the log per read. */
 const READ_PIECE_BYTES = 4 << 20;
-
-export interface OutputRange {
-  from: number;
-  to: number;
-  bytes: Uint8Array<ArrayBuffer>;
-}
-
-/** The output of [from, to), stdout and stderr apart. */
-export interface StreamsRange {
-  from: number;
-  to: number;
-  stdout: Uint8Array<ArrayBuffer>;
-  stderr: Uint8Array<ArrayBuffer>;
-}
 
 export class OutputReads {
   private inFlight = 0;
@@ -142,6 +128,17 @@ export class OutputReads {
       });
     });
   }
+}
+
+/** The parts, one after another, in one new buffer. */
+export function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(parts.reduce((n, part) => n + part.byteLength, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
 }
 
 // ---- Shared types ----

@@ -9,6 +9,7 @@ import { log } from "../../shared/log.js";
 import { PING_TEXT, PONG_TEXT, type PoolMessage, RunnerControlMessage, parseMessage } from "../../shared/protocol.js";
 import { runnerFromHeaders } from "../auth/auth.js";
 import { type Env, sessionStub } from "../env.js";
+import type { PoolRpc, RunnerInfo } from "../rpc.js";
 import { closeQuietly } from "../io/sockets.js";
 
 interface RunnerAttachment {
@@ -31,14 +32,7 @@ const CHECK_MS = 10_000;
 /** Close code for a runner whose id another live runner holds (it redials with back-off). */
 export const RUNNER_ID_IN_USE = 4009;
 
-export interface RunnerInfo {
-  runnerId: string;
-  capacity: number;
-  sessions: number;
-  draining: boolean;
-}
-
-export class RunnerPool extends DurableObject<Env> {
+export class RunnerPool extends DurableObject<Env> implements PoolRpc {
   private readonly sql: SqlStorage;
 
   constructor(ctx: DurableObjectState, env: Env) {

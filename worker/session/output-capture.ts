@@ -4,7 +4,8 @@
 // has closed by then, and a reader link would have to be summoned). Should the object have
 // restarted meanwhile, nothing is captured and the answer is read from the log instead.
 import type { OutputStream } from "../../shared/protocol.js";
-import type { StreamsRange } from "../link/output-reads.js";
+import { concat } from "../link/output-reads.js";
+import type { StreamsRange } from "../rpc.js";
 
 export class OutputCapture {
   private readonly parts: Record<OutputStream, Uint8Array[]> = { stdout: [], stderr: [] };
@@ -31,14 +32,4 @@ export class OutputCapture {
     if (this.broken || maxBytes !== this.maxBytes) return undefined;
     return { from: 0, to: this.end, stdout: concat(this.parts.stdout), stderr: concat(this.parts.stderr) };
   }
-}
-
-export function concat(parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
 }

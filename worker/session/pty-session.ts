@@ -24,23 +24,21 @@ import {
 } from "../../shared/session.js";
 import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../../shared/agent.js";
 import { type Env, limits, poolStub, tenantStub } from "../env.js";
-import type { ExpectRequest } from "../agent/expect-watch.js";
-import { type InputAnswer, SessionAgent } from "../agent/session-agent.js";
-import { refuseSocket } from "../http/errors.js";
+import { SessionAgent } from "../agent/session-agent.js";
+import { refuseSocket } from "../io/sockets.js";
 import { LogReads } from "../link/log-reads.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "../clients/client-hub.js";
 import { OutputCapture } from "./output-capture.js";
-import { type OutputRange, OutputReads, type StreamsRange } from "../link/output-reads.js";
+import { OutputReads } from "../link/output-reads.js";
 import { recordingResponse } from "../link/recording.js";
 import { type LinkPort, RunnerLinks } from "../link/runner-links.js";
-import { type CreateRequest, type RecordFields, SessionRecord, type SessionPatch } from "./session-record.js";
+import { type RecordFields, SessionRecord } from "./session-record.js";
 import { type DeadlineName, SessionTimers } from "./session-timers.js";
 import { SessionInput } from "./session-input.js";
 import { SizePolicy } from "./size-policy.js";
 import { closeQuietly } from "../io/sockets.js";
 import { TenantReports } from "./tenant-reports.js";
-
-export type { CreateRequest, SessionPatch } from "./session-record.js";
+import type { CreateRequest, ExpectQuery, InputAnswer, OutputRange, SessionPatch, SessionRpc, StreamsRange } from "../rpc.js";
 
 type StartOutcome = "started" | "failed" | "timeout";
 
@@ -65,7 +63,7 @@ function settleWithin<T>(ms: number, onTimeout: T, register: (resolve: (value: T
   });
 }
 
-export class PtySession extends DurableObject<Env> {
+export class PtySession extends DurableObject<Env> implements SessionRpc {
   private readonly record: SessionRecord;
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
   private exitWaiters = new Set<() => void>();
@@ -248,7 +246,7 @@ export class PtySession extends DurableObject<Env> {
   }
 
   /** `POST .../expect` (expect-watch.ts): answers when the output from `from` matches, or not. */
-  expect(request: Omit<ExpectRequest, "from" | "inCommandLine"> & { from: number | undefined }): Promise<ExpectResult | Failure> {
+  expect(request: ExpectQuery): Promise<ExpectResult | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
     return this.agent.expect(request);
   }

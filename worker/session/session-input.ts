@@ -8,9 +8,9 @@ import { log } from "../../shared/log.js";
 import { type EdgeLinkMessage, encodeInput } from "../../shared/protocol.js";
 import { type SessionStatus, type SignalName, isTerminal } from "../../shared/session.js";
 import type { IdempotencyKeys } from "../agent/idempotency.js";
-import type { InputAnswer } from "../agent/session-agent.js";
 import type { SizePolicy } from "./size-policy.js";
 import type { SocketSubscriber, TermSize } from "../clients/subscribers.js";
+import type { InputAnswer } from "../rpc.js";
 
 /**
  * The largest raw input frame (a paste) the edge takes, written to the process in pieces of

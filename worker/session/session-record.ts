@@ -7,12 +7,12 @@ import {
   type EndReason,
   type Session,
   type SessionStatus,
-  type SessionTimers as TimerSettings,
   type SpawnSpec,
   canMove,
   isTerminal,
 } from "../../shared/session.js";
 import { sessionKey } from "../env.js";
+import type { CreateRequest, SessionPatch } from "../rpc.js";
 
 export class SessionRecord {
   private stored: Stored | undefined;
@@ -238,23 +238,6 @@ function randomToken(): string {
 }
 
 // ---- Shared types ----
-
-export interface CreateRequest {
-  tenant: string;
-  id: string;
-  createdAt: string;
-  tags: string[];
-  label: string | null;
-  spec: SpawnSpec;
-  timers: TimerSettings;
-  /** What a `timeoutSec` that passes sends first: SIGHUP when absent, SIGKILL for exec. */
-  timeoutSignal?: "SIGKILL";
-  /** exec: keep the first this many output bytes in memory for its answer (output-capture.ts). */
-  captureBytes?: number;
-}
-
-/** PATCH: the timers (seconds, 0 = off), label and tags. */
-export type SessionPatch = Partial<TimerSettings> & { label?: string | null; tags?: string[] };
 
 /** The stored part of a Session: everything but the live values. */
 export type RecordFields = Omit<Session, "offset" | "retainedFrom" | "clients">;

@@ -3,9 +3,9 @@
 // so `session.created` is never overtaken by the `session.updated` of a fast start.
 import { log } from "../../shared/log.js";
 import type { Session, TenantEventType } from "../../shared/session.js";
-import type { Tenant } from "../tenant/tenant.js";
+import type { TenantRpc } from "../rpc.js";
 
-type TenantStub = DurableObjectStub<Tenant>;
+type TenantStub = DurableObjectStub<TenantRpc>;
 
 /** Tries per report: the tenant object may be restarting (a deploy); after that it is logged. */
 const TRIES = 3;

@@ -7,6 +7,7 @@ import { type Failure, fail } from "../../shared/errors.js";
 import { type Session, type SessionPage, type SessionStatus, type TenantEventType, canMove } from "../../shared/session.js";
 import { log } from "../../shared/log.js";
 import { type Env, limits, sessionStub } from "../env.js";
+import type { ListOptions, ReserveRequest, TenantRpc } from "../rpc.js";
 import { type StoredEvent, TenantEvents } from "./tenant-events.js";
 
 /** Events kept for resuming: at least the last 1,000 (DESIGN §9). */
@@ -21,24 +22,7 @@ const MAX_EVENT_STREAMS = 64;
 const SWEEP_AFTER_MS = 60_000;
 const SWEEP_BATCH = 100;
 
-export interface ReserveRequest {
-  tenant: string;
-  id: string;
-  createdAt: string;
-  tags: string[];
-  maxActive: number;
-  maxPerMinute?: number;
-}
-
-export interface ListOptions {
-  status: SessionStatus | null;
-  tag: string | null;
-  limit: number;
-  /** The seq after which to continue (from `nextCursor`), or null for the start. */
-  after: number | null;
-}
-
-export class Tenant extends DurableObject<Env> {
+export class Tenant extends DurableObject<Env> implements TenantRpc {
   private readonly sql: SqlStorage;
   private readonly events: TenantEvents;
 
