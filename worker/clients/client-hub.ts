@@ -1,8 +1,9 @@
 // A session's clients: WebSocket clients (framed or raw, restored from their attachments after
-// hibernation) and Server-Sent Events streams. Owns their replay cursors: each replays from its
-// offset out of the log (or the replay cache), then follows live output, with no gap and no
-// overlap at the switch-over; and their bounds: lag, stalls, raw budgets, slots. The session
-// object wires it with a HubPort and never reaches into its state.
+// hibernation) and Server-Sent Events streams, and the `expect` waits that ride along. Owns who
+// is attached, the live fan-out, and their bounds: lag, stalls, raw budgets, slots. It wires two
+// parts of its own with callbacks: Replays (replays.ts: each subscriber replays from its offset
+// out of the log, then follows live output) and ScreenSkip (screen-skip.ts: `from=screen` and
+// `onLag=screen`). The session object wires it with a HubPort and never reaches into its state.
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import { ApiError, CloseCode, type ErrorCode, type Failure } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
@@ -12,21 +13,13 @@ import type { Limits } from "../env.js";
 import { refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
-import { ReplayCache } from "./replay-cache.js";
+import { type ReplayFrom, Replays } from "./replays.js";
+import { ScreenSkip } from "./screen-skip.js";
 import { type ClientAttachment, type OnLag, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
 /** The hibernation tag of client sockets. */
 export const CLIENT_TAG = "client";
 
-/** Output requested from the log per read: bounds what one read puts through the object. */
-export const READ_PIECE_BYTES = 4 << 20;
-/**
- * How far past the stored offset a client may resume: the output a restarted edge may not have
- * stored (it stores its offset with each ack to the runner), with room to spare.
- */
-const RESUME_AHEAD_BYTES = 4 << 20;
-/** Log reads for replays in flight at once per session. */
-const MAX_REPLAY_READS = 4;
 /** `expect` waits at once per session (429 beyond). */
 export const MAX_WATCHES = 16;
 
@@ -36,15 +29,10 @@ export class ClientHub {
   private readonly streams = new Set<StreamSubscriber>();
   /** Waits on the output that are not clients (`expect`): no slot, not counted as attached. */
   private readonly watches = new Set<Subscriber>();
-  /** Lagging `onLag=screen` clients whose screen is on its way: they get no output meanwhile. */
-  private readonly skipping = new Set<Subscriber>();
-  /** Each replaying subscriber's current replay; one given up is no longer here. */
-  private readonly replays = new WeakMap<Subscriber, Replay>();
-  private readonly cache = new ReplayCache();
-  /** The log read each replaying subscriber waits on. */
-  private readonly replayReads = new Map<Subscriber, number>();
-  /** Replays waiting for a read slot. */
-  private replayQueue: (() => void)[] = [];
+  /** Each subscriber's replay from the log, up to the switch to live. */
+  private readonly replays: Replays;
+  /** from=screen and onLag=screen. */
+  private readonly screens: ScreenSkip;
   /** A comment on every SSE stream each SSE_KEEPALIVE_MS while one is open. */
   private readonly keepAlive = new KeepAlive(
     () => this.port.limits().sseKeepAliveMs,
@@ -55,9 +43,27 @@ export class ClientHub {
 
   constructor(
     private readonly ctx: DurableObjectState,
-    private readonly reads: LogReads,
+    reads: LogReads,
     private readonly port: HubPort,
-  ) {}
+  ) {
+    this.replays = new Replays(reads, {
+      offset: () => port.offset(),
+      retainedFrom: () => port.retainedFrom(),
+      noteLeadingGap: (from, to) => port.noteLeadingGap(from, to),
+      checkLag: (sub) => this.checkLag(sub),
+      wentLive: (sub) => {
+        if (port.ended()) this.end(sub);
+      },
+      failed: (sub, error) => this.failReplay(sub, error),
+    });
+    this.screens = new ScreenSkip({
+      screen: () => port.screen(),
+      replay: (sub, from) => this.replays.start(sub, from),
+      giveUpReplay: (sub) => this.replays.giveUp(sub),
+      cut: (sub) => this.cutSlow(sub),
+      keyForLog: () => port.keyForLog(),
+    });
+  }
 
   // ---- Joining ----
 
@@ -99,7 +105,7 @@ export class ClientHub {
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
     const sub: StreamSubscriber = new StreamSubscriber(this.port.offset(), this.port.limits().maxClientLagBytes, () => {
       this.dropStream(sub);
-      this.cancelReplay(sub);
+      this.replays.cancel(sub);
     });
     this.streams.add(sub);
     this.keepAlive.update(this.streams.size);
@@ -129,7 +135,7 @@ export class ClientHub {
   /** A watch is over: its replay's read stops. */
   unwatch(sub: Subscriber): void {
     if (!this.watches.delete(sub)) return;
-    this.cancelReplay(sub);
+    this.replays.cancel(sub);
   }
 
   // ---- Messages from clients ----
@@ -168,7 +174,7 @@ export class ClientHub {
     const sub = this.sockets.get(ws);
     if (sub) {
       sub.closed = true;
-      this.cancelReplay(sub);
+      this.replays.cancel(sub);
     }
     this.sockets.delete(ws);
     this.port.clientsChanged();
@@ -221,12 +227,12 @@ export class ClientHub {
     for (const stream of this.streams) stream.close();
     this.streams.clear();
     this.keepAlive.update(this.streams.size);
-    this.cache.clear();
+    this.replays.clearCache();
   }
 
   /** The log may have lost what the cache holds (a Redis outage): replays read it again. */
   forgetCache(): void {
-    this.cache.clear();
+    this.replays.clearCache();
   }
 
   /** Whether the client socket named `id` is still connected (not cut or closed). */
@@ -246,200 +252,17 @@ export class ClientHub {
     return count;
   }
 
-  // ---- Replay: log first, then live ----
+  // ---- Replay and screens (replays.ts, screen-skip.ts) ----
 
   private startReplay(sub: Subscriber, from: StartFrom): void {
-    if (from === "screen") return this.startAtScreen(sub);
-    const end = this.port.offset();
-    const retainedFrom = this.port.retainedFrom();
-    // A `from` a little past the edge's offset is a client that saw output the edge had not yet
-    // stored when it restarted: it waits there, and the runner sends those bytes again. Further
-    // past, it is taken for the current offset.
-    const ahead = typeof from === "number" && from > end && from - end <= RESUME_AHEAD_BYTES;
-    sub.cursor = from === "live" ? end : from === "retained" ? retainedFrom : ahead ? from : Math.min(from, end);
-    const replay: Replay = { quiet: from === "retained", announced: false, gap: undefined };
-    this.replays.set(sub, replay);
-    // History known to be trimmed is skipped without reading it: one `gap` says so.
-    if (sub.cursor < retainedFrom) {
-      replay.gap = { from: sub.cursor, to: retainedFrom };
-      sub.cursor = retainedFrom;
-    }
-    if (sub.cursor >= end) {
-      this.flushGap(sub, replay);
-      return this.goLive(sub);
-    }
-    this.continueReplay(sub, replay);
-  }
-
-  /**
-   * Reads the next piece up to the current offset; once caught up, the subscriber goes live.
-   * `replay` is announced before the first replayed byte, after any gap in front of it;
-   * adjacent gaps (one per piece read) reach the client as one.
-   */
-  private continueReplay(sub: Subscriber, replay: Replay): void {
-    // A replay given up (its client skipped ahead to the screen) goes no further.
-    if (sub.closed || this.replays.get(sub) !== replay) return;
-    const end = this.port.offset();
-    if (sub.cursor >= end) {
-      this.flushGap(sub, replay);
-      return this.goLive(sub);
-    }
-    const deliver = (offset: number, data: Uint8Array, stream: OutputStream) => {
-      if (this.replays.get(sub) !== replay || offset + data.byteLength <= sub.cursor) return;
-      if (offset < sub.cursor) {
-        data = data.subarray(sub.cursor - offset);
-        offset = sub.cursor;
-      }
-      this.flushGap(sub, replay);
-      if (!replay.announced) {
-        replay.announced = true;
-        sub.control({ type: "replay", from: offset, to: this.port.offset() });
-      }
-      sub.deliver(offset, data, stream);
-      // Where a replay stands survives hibernation, so a restored client never gets bytes twice.
-      if (sub instanceof SocketSubscriber) sub.persist();
-      if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
-    };
-    // What was read lately is in the object already: no read for it.
-    const cached = this.cache.take(sub.cursor, READ_PIECE_BYTES);
-    if (cached.length > 0) {
-      for (const chunk of cached) if (!sub.closed) deliver(chunk.offset, chunk.data, chunk.stream);
-      if (!sub.closed) sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
-      return;
-    }
-    // A few log reads at a time per session; the rest wait, and most then start from the cache.
-    if (this.replayReads.size >= MAX_REPLAY_READS) {
-      this.replayQueue.push(() => this.continueReplay(sub, replay));
-      return;
-    }
-    const id = this.reads.read(sub.cursor, Math.min(end, sub.cursor + READ_PIECE_BYTES), {
-      onChunk: (offset, data, meta) => {
-        this.cache.note(offset, data, meta.stream);
-        if (sub.closed) return this.cancelReplay(sub);
-        deliver(offset, data, meta.stream);
-      },
-      onGap: (gapFrom, gapTo) => {
-        this.cache.forget(gapFrom, gapTo);
-        if (sub.closed) return;
-        if (!replay.announced) this.port.noteLeadingGap(gapFrom, gapTo);
-        if (replay.gap && replay.gap.to === gapFrom) replay.gap.to = gapTo;
-        else {
-          this.flushGap(sub, replay);
-          replay.gap = { from: gapFrom, to: gapTo };
-        }
-        sub.cursor = Math.max(sub.cursor, gapTo);
-      },
-      onEnd: (_to, error) => {
-        this.replayReads.delete(sub);
-        this.startQueuedReplays();
-        if (sub.closed) return;
-        if (error) return this.failReplay(sub, error);
-        // The next piece waits until the client has taken most of this one.
-        sub.whenLagAtMost(READ_PIECE_BYTES / 2, () => this.continueReplay(sub, replay));
-      },
-    });
-    this.replayReads.set(sub, id);
-  }
-
-  // ---- The screen instead of history: from=screen, onLag=screen ----
-
-  /**
-   * from=screen: the current screen (the host's emulator, or rebuilt from the log), then output
-   * from the screen's offset on, as a replay from there. If no screen can be had, the client
-   * replays everything retained instead, as if it had not asked.
-   */
-  private startAtScreen(sub: Subscriber): void {
-    void this.port.screen().then((screen) => {
-      if (sub.closed) return;
-      if ("failure" in screen) {
-        log.warn("client.screen", { key: this.port.keyForLog(), outcome: screen.failure.code, message: screen.failure.message });
-        return this.startReplay(sub, "retained");
-      }
-      this.showScreen(sub, screen);
-      this.startReplay(sub, screen.offset);
-    });
-  }
-
-  /**
-   * A framed client too far behind that asked for onLag=screen: it gets no more output until
-   * the current screen has come, then `gap` for what it skipped, the screen, and output from
-   * the screen's offset. Any other is cut.
-   */
-  private onLagging(sub: Subscriber): void {
-    if (!(sub instanceof SocketSubscriber) || sub.onLag !== "screen") return this.cutSlow(sub);
-    if (this.skipping.has(sub)) return;
-    log.info("client.skip", { key: this.port.keyForLog(), cursor: sub.cursor, lag: sub.lag() });
-    this.skipping.add(sub);
-    this.cancelReplay(sub);
-    this.replays.delete(sub);
-    sub.live = false;
-    const skippedFrom = sub.cursor;
-    void this.port.screen().then((screen) => {
-      this.skipping.delete(sub);
-      if (sub.closed) return;
-      if ("failure" in screen) {
-        log.warn("client.screen", { key: this.port.keyForLog(), outcome: screen.failure.code, message: screen.failure.message });
-        return this.cutSlow(sub);
-      }
-      if (screen.offset > skippedFrom) sub.control({ type: "gap", from: skippedFrom, to: screen.offset });
-      sub.screen(screen);
-      sub.skippedTo(screen.offset);
-      sub.persist();
-      // Nothing more goes to it until it has taken the screen (acked its offset): a client that
-      // stays paused is not sent output it would only skip again.
-      sub.whenLagAtMost(0, () => this.startReplay(sub, screen.offset));
-    });
-  }
-
-  /** Sends the screen to a client that joins with it; its lag counts from the screen's offset. */
-  private showScreen(sub: Subscriber, screen: ScreenSnapshot): void {
-    sub.screen(screen);
-    if (sub instanceof SocketSubscriber) {
-      sub.skippedTo(screen.offset);
-      sub.acked = screen.offset;
-      sub.persist();
-    } else sub.cursor = screen.offset;
-  }
-
-  /** The subscriber has gone: its replay's read stops, at the runner too. */
-  private cancelReplay(sub: Subscriber): void {
-    const id = this.replayReads.get(sub);
-    if (id === undefined) return;
-    this.replayReads.delete(sub);
-    this.reads.cancel(id);
-    this.startQueuedReplays();
-  }
-
-  private startQueuedReplays(): void {
-    while (this.replayReads.size < MAX_REPLAY_READS) {
-      const next = this.replayQueue.shift();
-      if (!next) return;
-      next();
-    }
-  }
-
-  /** Tells the subscriber about the gap the replay has skipped so far, if any. */
-  private flushGap(sub: Subscriber, replay: Replay): void {
-    const gap = replay.gap;
-    if (!gap) return;
-    replay.gap = undefined;
-    // With no `from` the client asked for whatever is retained: a leading gap is no news.
-    if (replay.quiet && !replay.announced) return;
-    sub.control({ type: "gap", from: gap.from, to: gap.to });
+    if (from === "screen") this.screens.join(sub);
+    else this.replays.start(sub, from);
   }
 
   private failReplay(sub: Subscriber, error: { code: ErrorCode; message: string }): void {
     sub.control({ type: "error", code: error.code, message: error.message });
     sub.close(1013, "replay failed: reconnect with from");
     if (sub instanceof StreamSubscriber) this.dropStream(sub);
-  }
-
-  private goLive(sub: Subscriber): void {
-    sub.live = true;
-    sub.cursor = Math.max(sub.cursor, this.port.offset());
-    if (sub instanceof SocketSubscriber) sub.persist();
-    sub.control({ type: "live", offset: sub.cursor });
-    if (this.port.ended()) this.end(sub);
   }
 
   private end(sub: Subscriber): void {
@@ -449,6 +272,17 @@ export class ClientHub {
   }
 
   // ---- Bounds ----
+
+  /** A subscriber too far behind is cut, or skips ahead to the screen if it asked for that. */
+  private checkLag(sub: Subscriber): void {
+    if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
+  }
+
+  /** A framed client that asked for onLag=screen skips ahead (screen-skip.ts); any other is cut. */
+  private onLagging(sub: Subscriber): void {
+    if (!(sub instanceof SocketSubscriber) || sub.onLag !== "screen") return this.cutSlow(sub);
+    this.screens.skip(sub);
+  }
 
   /**
    * How far a subscriber may fall behind. A raw client cannot acknowledge: its "lag" is what
@@ -463,7 +297,7 @@ export class ClientHub {
   private cutSlow(sub: Subscriber): void {
     log.info("client.slow", { key: this.port.keyForLog(), kind: sub.kind, cursor: sub.cursor, lag: sub.lag() });
     sub.close(CloseCode.SlowConsumer, "slow consumer: reconnect with from");
-    this.cancelReplay(sub);
+    this.replays.cancel(sub);
     if (sub instanceof StreamSubscriber) this.dropStream(sub);
   }
 
@@ -489,7 +323,7 @@ export class ClientHub {
       if (!sub.stalled(now, stallMs)) continue;
       log.info("client.stalled", { key: this.port.keyForLog(), kind: sub.kind, lag: sub.lag(), silentMs: now - sub.lastHeard });
       sub.close(CloseCode.SlowConsumer, "no ack while behind: reconnect with from");
-      this.cancelReplay(sub);
+      this.replays.cancel(sub);
     }
   }
 
@@ -524,11 +358,7 @@ export class ClientHub {
       this.sockets.set(ws, sub);
       if (att && att.id === undefined) sub.persist(); // an attachment from before ids: keep the one just given
       log.warn("client.restored", { key: this.port.keyForLog(), live, cursor, offset });
-      if (!live && !sub.closed) {
-        const replay: Replay = { quiet: false, announced: true, gap: undefined };
-        this.replays.set(sub, replay);
-        this.continueReplay(sub, replay);
-      }
+      if (!live && !sub.closed) this.replays.resume(sub);
     }
     return sub;
   }
@@ -575,12 +405,4 @@ export interface HubPort {
 }
 
 /** Where a subscriber starts: an offset, everything retained, live output only, or the current screen. */
-export type StartFrom = number | "retained" | "live" | "screen";
-
-/** Where a subscriber's replay stands: announced yet, and a gap not yet told. */
-interface Replay {
-  /** The client asked for everything retained: a leading gap is not reported. */
-  quiet: boolean;
-  announced: boolean;
-  gap: { from: number; to: number } | undefined;
-}
+export type StartFrom = ReplayFrom | "screen";
