@@ -1,7 +1,7 @@
-// The commands a session's shell ran (DESIGN §10), as the runner reports them (OSC 133 C…D):
-// numbered in the order they arrive, each `from` kept once (the runner sends recent ones again
-// after a link drops), the newest MAX_COMMANDS_KEPT kept. In the session object's SQLite storage,
-// so the list outlives the runner and the object's hibernation.
+// The commands a session's shell ran (docs/protocol.md §3, "Agents"), as the runner reports them
+// (OSC 133 C…D): numbered in the order they arrive, each `from` kept once (the runner sends
+// recent ones again after a link drops), the newest MAX_COMMANDS_KEPT kept. In the session
+// object's SQLite storage, so the list outlives the runner and the object's hibernation.
 import { type CommandRecord, MAX_COMMANDS_KEPT } from "../../shared/agent.js";
 
 export type ReportedCommand = Omit<CommandRecord, "seq">;

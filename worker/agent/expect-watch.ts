@@ -1,10 +1,10 @@
-// `POST .../expect` (DESIGN §10): a wait for a pattern in the session's output from an offset.
-// It rides the client hub as a subscriber that is not a client (it holds no slot and keeps no
-// session attached): the hub replays the log from `from` and then hands it live output, with
-// the same no-gap, no-overlap switch-over as any client, so output that came before the request
-// is matched and nothing is seen twice. It holds only the matcher's window, never the history.
-// Output inside a shell's command line (OSC 133 B…C, prompt-marks.ts) is skipped: the echo of
-// what was typed is not output to wait for.
+// `POST .../expect` (docs/protocol.md §3, "Agents"): a wait for a pattern in the session's
+// output from an offset. It rides the client hub as a subscriber that is not a client (it holds
+// no slot and keeps no session attached): the hub replays the log from `from` and then hands it
+// live output, with the same no-gap, no-overlap switch-over as any client, so output that came
+// before the request is matched and nothing is seen twice. It holds only the matcher's window,
+// never the history. Output inside a shell's command line (OSC 133 B…C, prompt-marks.ts) is
+// skipped: the echo of what was typed is not output to wait for.
 import type { ExpectResult } from "../../shared/agent.js";
 import { type ErrorCode, type Failure, fail } from "../../shared/errors.js";
 import type { ServerMessage } from "../../shared/protocol.js";

@@ -1,6 +1,7 @@
-// `Idempotency-Key` on REST input (DESIGN §4): an answer remembered per key for 10 minutes, so
-// an agent that retries a request it never heard back from types its command once. Kept in the
-// session object's SQLite storage, at most MAX_KEYS per session (the oldest go first).
+// `Idempotency-Key` on REST input (docs/protocol.md §3, "Agents"): an answer remembered per key
+// for 10 minutes, so an agent that retries a request it never heard back from types its command
+// once. Kept in the session object's SQLite storage, at most MAX_KEYS per session (the oldest go
+// first).
 import { type Failure, fail } from "../../shared/errors.js";
 
 const KEEP_MS = 10 * 60_000;

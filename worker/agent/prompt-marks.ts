@@ -1,8 +1,9 @@
 // Where the shell's command line is in a session's output: between the OSC 133 marks B (the
 // prompt has been drawn; what follows is the line being typed, echoed) and the next mark (C: it
-// runs; A or D: a new prompt, e.g. after Ctrl+C). `expect` skips those bytes (DESIGN §10: it
-// never matches the echoed command line). The newest marks are kept in storage with the offset,
-// so an `expect` after hibernation still knows that its `from` lies in a command line.
+// runs; A or D: a new prompt, e.g. after Ctrl+C). `expect` skips those bytes (docs/protocol.md
+// §3, "Agents": it never matches the echoed command line). The newest marks are kept in storage
+// with the offset, so an `expect` after hibernation still knows that its `from` lies in a
+// command line.
 import { type ShellMark, ShellMarkScanner } from "../../shared/terminal-text.js";
 
 /** Marks kept: enough to place a `from` a few commands back. */

@@ -1,7 +1,8 @@
-// The agent layer of one session (DESIGN §10): `expect` waits (expect-watch.ts, riding the
-// client hub), `run` and `screen` questions to a runner (link-calls.ts), the commands the shell
-// ran (command-log.ts) and REST input's Idempotency-Key (idempotency.ts). The session object
-// checks that the session exists and may be acted on; this part does the rest.
+// The agent layer of one session (docs/protocol.md §3, "Agents"): `expect` waits
+// (expect-watch.ts, riding the client hub), `run` and `screen` questions to a runner
+// (link/link-calls.ts), the commands the shell ran (command-log.ts) and REST input's
+// Idempotency-Key (idempotency.ts). The session object checks that the session exists and may be
+// acted on; this part does the rest.
 import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../../shared/agent.js";
 import { type Failure, fail } from "../../shared/errors.js";
 import type { RunnerLinkMessage, ServerMessage } from "../../shared/protocol.js";

@@ -1,6 +1,6 @@
 // Scoped session tokens: HS256 JWTs (hono/jwt) signed with TOKEN_SECRET, bound to one tenant,
-// one session and one role, with an expiry. They are credentials for one session only: a
-// viewer reads, a writer also types, resizes and signals (DESIGN §4 "Roles").
+// one session and one role, with an expiry. They are credentials for one session only: a viewer
+// reads, a writer also types, resizes and signals (docs/security.md, "Roles").
 import { sign, verify } from "hono/jwt";
 
 export const TOKEN_ROLES = ["viewer", "writer"] as const;

@@ -115,7 +115,7 @@ export class ClientHub {
   }
 
   /**
-   * An `expect` (expect-watch.ts): replayed from `from`, then live, like a client; refused when
+   * An `expect` (agent/expect-watch.ts): replayed from `from`, then live, like a client; refused when
    * MAX_WATCHES are waiting already.
    */
   watch(sub: Subscriber, from: number): Failure | undefined {

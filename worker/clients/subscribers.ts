@@ -7,7 +7,7 @@ import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } fro
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
 import { SseBody } from "../io/sse-body.js";
 
-/** `watch`: not a client, but an `expect` waiting on the output (expect-watch.ts). */
+/** `watch`: not a client, but an `expect` waiting on the output (agent/expect-watch.ts). */
 export type SubscriberKind = "framed" | "raw" | "sse" | "watch";
 
 /** What a lagging framed client does: is cut (4008), or skips ahead to the current screen. */
@@ -48,7 +48,7 @@ export interface ClientAttachment {
   cut?: boolean;
   /** Names the client for the size policy ("who typed last"); absent on attachments made before it. */
   id?: string;
-  /** The size the client last asked for with `resize` (its window), or absent (size-policy.ts). */
+  /** The size the client last asked for with `resize` (its window), or absent (session/size-policy.ts). */
   size?: TermSize | null;
   /** What happens when it lags; absent = cut. */
   onLag?: OnLag;
@@ -81,7 +81,7 @@ export class SocketSubscriber implements Subscriber {
     readonly owner: boolean,
     /** Names this client for the size policy; kept across hibernation. */
     readonly id: string = crypto.randomUUID(),
-    /** The size this client last asked for (its window), applied or not (size-policy.ts). */
+    /** The size this client last asked for (its window), applied or not (session/size-policy.ts). */
     public size: TermSize | null = null,
     readonly onLag: OnLag = "cut",
   ) {

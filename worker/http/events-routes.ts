@@ -1,6 +1,6 @@
-// `GET /v1/events` (DESIGN §9): the tenant's session lifecycle as Server-Sent Events, served by
-// the tenant's object (tenant-events.ts). API keys only: a session token sees one session, not
-// the tenant.
+// `GET /v1/events` (docs/protocol.md §3, "Events"): the tenant's session lifecycle as
+// Server-Sent Events, served by the tenant's object (tenant/tenant-events.ts). API keys only: a
+// session token sees one session, not the tenant.
 import { Hono } from "hono";
 import { ApiError } from "../../shared/errors.js";
 import { type AuthVariables, authenticate } from "../auth/auth.js";

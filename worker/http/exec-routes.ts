@@ -1,9 +1,9 @@
-// `POST /v1/exec` (DESIGN §11): one command run to completion without a terminal. Underneath it
-// is a `pty: false` session like any other (its id stays readable and replayable, it counts
-// against the tenant's quota and create rate); this route creates it with the timeout as its
-// `timeoutSec` (ended with SIGKILL, by the session's own timer, so a caller that goes away does
-// not leave it running), writes stdin and closes it, waits for the exit, and answers with the
-// first `maxOutputBytes` of the output, stdout and stderr apart.
+// `POST /v1/exec` (docs/protocol.md §3, "Exec"): one command run to completion without a
+// terminal. Underneath it is a `pty: false` session like any other (its id stays readable and
+// replayable, it counts against the tenant's quota and create rate); this route creates it with
+// the timeout as its `timeoutSec` (ended with SIGKILL, by the session's own timer, so a caller
+// that goes away does not leave it running), writes stdin and closes it, waits for the exit, and
+// answers with the first `maxOutputBytes` of the output, stdout and stderr apart.
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { ApiError, type Failure, unwrap } from "../../shared/errors.js";

@@ -57,7 +57,7 @@ export const CreateSessionBody = z
     command: processFields.command.optional(),
     cols: dimension.optional(),
     rows: dimension.optional(),
-    /** false: pipes instead of a terminal (DESIGN §11) */
+    /** false: pipes instead of a terminal (docs/protocol.md §3, "Processes without a terminal") */
     pty: z.boolean().optional(),
     id: z.string().regex(SESSION_ID, "id is 1 to 64 of A-Z a-z 0-9 _ -").optional(),
     tags: tags.optional(),
@@ -120,7 +120,10 @@ export const ConnectQuery = z.object({
     .union([z.enum(["live", "screen"]), z.string().regex(/^\d{1,15}$/, "from is an offset, live or screen")])
     .optional(),
   mode: z.enum(["raw", "framed"]).optional(),
-  /** A framed client that falls too far behind: cut (4008) or skip ahead to the screen (DESIGN §5). */
+  /**
+   * A framed client that falls too far behind: cut (4008) or skip ahead to the screen
+   * (docs/protocol.md §5, "The screen instead of history").
+   */
   onLag: z.enum(["cut", "screen"]).optional(),
 });
 

@@ -1,4 +1,4 @@
-// The public session API (DESIGN §4). Handlers validate, then delegate to the session's
+// The public session API (docs/protocol.md §3). Handlers validate, then delegate to the session's
 // Durable Object; failures are thrown and rendered by the app's single onError.
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -131,7 +131,7 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-// The agent layer (DESIGN §10).
+// The agent layer (docs/protocol.md §3, "Agents").
 
 sessionRoutes.post("/:id/expect", validate("json", ExpectBody), async (c) => {
   const { pattern, literal, flags, from, timeoutSec } = c.req.valid("json");
@@ -221,7 +221,8 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
   return res;
 });
 
-// asciicast v2 of the retained output (DESIGN §11), streamed by the session's object.
+// asciicast v2 of the retained output (docs/protocol.md §3, "Recordings"), streamed by the
+// session's object.
 sessionRoutes.get("/:id/recording", validate("query", RecordingQuery), async (c) => {
   const { from, to } = c.req.valid("query");
   if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");

@@ -36,7 +36,8 @@ export function wantsRaw(request: Request): { raw: boolean; subprotocol: boolean
 
 /**
  * Browsers cannot read a refused handshake's status, so a client's refusal is a socket that
- * opens, says why (framed mode) and closes with the matching code (DESIGN §5).
+ * opens, says why (framed mode) and closes with the matching code (docs/protocol.md §5,
+ * "Refusals and close codes").
  */
 export function refuseSocket(error: ApiError, request: Request): Response {
   const { raw, subprotocol } = wantsRaw(request);

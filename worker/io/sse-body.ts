@@ -1,7 +1,7 @@
 // A Server-Sent Events response body made in a Durable Object: text written to it is queued
 // until the client reads it, and what is queued unread is the client's lag (the edge cannot
 // see a socket's buffer, but it can see a stream's queue). Used by a session's output stream
-// (subscribers.ts) and a tenant's events (tenant-events.ts).
+// (clients/subscribers.ts) and a tenant's events (tenant/tenant-events.ts).
 
 const encoder = new TextEncoder();
 
@@ -73,8 +73,8 @@ export class SseBody {
 
 /**
  * A keep-alive for a set of SSE streams: `tick` every `ms` while the set is not empty, so proxies
- * never cut an idle stream (DESIGN §6: at least every 15 s). The timer runs only while a stream
- * is open (open streams keep their object awake anyway).
+ * never cut an idle stream (docs/protocol.md §5b: at least every 15 s). The timer runs only
+ * while a stream is open (open streams keep their object awake anyway).
  */
 export class KeepAlive {
   private timer: ReturnType<typeof setInterval> | undefined;

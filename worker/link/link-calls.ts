@@ -1,7 +1,7 @@
-// Questions the session object asks a runner over a link and waits for (DESIGN §10): `screen`
-// (the host's live emulator, or, with no host, a reader link that rebuilds the screen from the
-// log) and `run` (the host's shell). Each call has an id; its answer counts only from the link
-// it was sent on, and a link that closes fails the calls it carried.
+// Questions the session object asks a runner over a link and waits for (docs/protocol.md §3,
+// "Agents"): `screen` (the host's live emulator, or, with no host, a reader link that rebuilds
+// the screen from the log) and `run` (the host's shell). Each call has an id; its answer counts
+// only from the link it was sent on, and a link that closes fails the calls it carried.
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import { type Failure, fail } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";

@@ -1,7 +1,7 @@
-// `GET .../recording` (DESIGN §11): the session's output as asciicast v2 (shared/asciicast.ts),
-// read from the log a piece at a time as the client takes the body, so an 8 MiB log is never
-// held whole. History the log no longer holds (trimmed) is left out; a read that fails midway
-// ends the body with an error (the status has gone out already).
+// `GET .../recording` (docs/protocol.md §3, "Recordings"): the session's output as asciicast v2
+// (shared/asciicast.ts), read from the log a piece at a time as the client takes the body, so an
+// 8 MiB log is never held whole. History the log no longer holds (trimmed) is left out; a read
+// that fails midway ends the body with an error (the status has gone out already).
 import { type CastSession, AsciicastEncoder } from "../../shared/asciicast.js";
 import type { LogReads } from "./log-reads.js";
 

@@ -1,5 +1,5 @@
-// A session's runner links (DESIGN §12, docs/protocol.md §7): the host link, over which the
-// runner that hosts the process sends output and status and receives input, and reader links
+// A session's runner links (docs/security.md, docs/protocol.md §7): the host link, over which
+// the runner that hosts the process sends output and status and receives input, and reader links
 // that only answer log reads. Owns who may open them (the link tokens), which link is current,
 // the exactness rule at the edge (no forward jumps), the acks and their storage syncs, and the
 // runner's input state. The session object wires it with a LinkPort of callbacks.

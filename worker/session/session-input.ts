@@ -29,7 +29,7 @@ export class SessionInput {
   /**
    * REST input. `offset` is where the output stood when the input was taken: whatever it causes
    * comes at or after it. With an Idempotency-Key seen in the last 10 minutes, the input is not
-   * sent again and the first answer is given (idempotency.ts). `eof` closes stdin after it.
+   * sent again and the first answer is given (agent/idempotency.ts). `eof` closes stdin after it.
    */
   rest(bytes: Uint8Array, idempotency: { key: string; bodyHash: string } | undefined, eof: boolean): InputAnswer | Failure {
     const now = Date.now();

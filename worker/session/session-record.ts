@@ -1,6 +1,6 @@
-// A session's record (DESIGN §4) and its storage: what was asked for, the forward-only status
-// and why it ended, the offset of the output the edge holds and where the log starts, and the
-// credentials of the session's runner links. Knows nothing of sockets, timers or the tenant.
+// A session's record (docs/protocol.md §4) and its storage: what was asked for, the forward-only
+// status and why it ended, the offset of the output the edge holds and where the log starts, and
+// the credentials of the session's runner links. Knows nothing of sockets, timers or the tenant.
 import { type Failure, fail } from "../../shared/errors.js";
 import type { ServerMessage } from "../../shared/protocol.js";
 import {

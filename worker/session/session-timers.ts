@@ -1,7 +1,7 @@
-// A session's deadlines (DESIGN §9) and the one Durable Object alarm that serves them all.
-// Owns the deadlines (stored, so they hold across restarts and hibernation) and the activity
-// and attachment that the idle and detached timers measure. The alarm is set only while a
-// deadline exists: a session with no timer, no missing link and no end to purge is never
+// A session's deadlines (docs/protocol.md §4, "Timers") and the one Durable Object alarm that
+// serves them all. Owns the deadlines (stored, so they hold across restarts and hibernation) and
+// the activity and attachment that the idle and detached timers measure. The alarm is set only
+// while a deadline exists: a session with no timer, no missing link and no end to purge is never
 // woken on a schedule.
 import { log } from "../../shared/log.js";
 import type { SessionTimers as TimerSettings } from "../../shared/session.js";

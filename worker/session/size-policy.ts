@@ -1,13 +1,13 @@
-// Who sets a session's size (DESIGN §5, "Who sets the size"): it follows the writer that typed
-// most recently, as tmux's `window-size latest` does. A client's `resize` applies when it comes
-// from the writer or owner client that typed last, or from any writer or owner while no
-// connected client has typed; any other client's requested size is remembered and applies when
-// that client types. Viewers never resize (the session object refuses them before this). REST
-// `resize` does not come through here: it always applies.
+// Who sets a session's size (docs/protocol.md §5, "Who sets the size"): it follows the writer
+// that typed most recently, as tmux's `window-size latest` does. A client's `resize` applies
+// when it comes from the writer or owner client that typed last, or from any writer or owner
+// while no connected client has typed; any other client's requested size is remembered and
+// applies when that client types. Viewers never resize (the session object refuses them before
+// this). REST `resize` does not come through here: it always applies.
 //
 // State across hibernation: each client's requested size lives in its socket's attachment
-// (subscribers.ts); who typed last is one storage key. A last typer that has gone (closed,
-// cut, or lost with an edge restart) holds nothing: the next writer's resize applies.
+// (clients/subscribers.ts); who typed last is one storage key. A last typer that has gone
+// (closed, cut, or lost with an edge restart) holds nothing: the next writer's resize applies.
 import type { SocketSubscriber, TermSize } from "../clients/subscribers.js";
 
 const LAST_TYPER_KEY = "lastTyper";

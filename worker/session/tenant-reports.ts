@@ -1,6 +1,6 @@
-// A session's reports to its tenant (tenant.ts): the index row the list is served from and the
-// lifecycle events of `GET /v1/events`. Sent one at a time in the order the session made them,
-// so `session.created` is never overtaken by the `session.updated` of a fast start.
+// A session's reports to its tenant (tenant/tenant.ts): the index row the list is served from
+// and the lifecycle events of `GET /v1/events`. Sent one at a time in the order the session made
+// them, so `session.created` is never overtaken by the `session.updated` of a fast start.
 import { log } from "../../shared/log.js";
 import type { Session, TenantEventType } from "../../shared/session.js";
 import type { TenantRpc } from "../rpc.js";

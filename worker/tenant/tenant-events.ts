@@ -1,7 +1,8 @@
-// The tenant's open `GET /v1/events` streams (DESIGN §9): each gets the events after the id
-// it resumes from (with a `gap` first when some were already dropped), then every new event
-// as it is recorded, and a keep-alive comment every SSE_KEEPALIVE_MS. A stream that falls
-// too far behind is ended; its client resumes with Last-Event-ID and misses nothing kept.
+// The tenant's open `GET /v1/events` streams (docs/protocol.md §3, "Events"): each gets the
+// events after the id it resumes from (with a `gap` first when some were already dropped), then
+// every new event as it is recorded, and a keep-alive comment every SSE_KEEPALIVE_MS. A stream
+// that falls too far behind is ended; its client resumes with Last-Event-ID and misses nothing
+// kept.
 import { KeepAlive, SseBody } from "../io/sse-body.js";
 
 /** Unread bytes one stream may hold before it is ended (the client resumes by id). */

@@ -10,7 +10,7 @@ import { type Env, limits, sessionStub } from "../env.js";
 import type { ListOptions, ReserveRequest, TenantRpc } from "../rpc.js";
 import { type StoredEvent, TenantEvents } from "./tenant-events.js";
 
-/** Events kept for resuming: at least the last 1,000 (DESIGN §9). */
+/** Events kept for resuming: at least the last 1,000 (docs/protocol.md §3, "Events"). */
 const KEEP_EVENTS = 2000;
 /** Open event streams per tenant (429 beyond). */
 const MAX_EVENT_STREAMS = 64;
