@@ -1,15 +1,15 @@
 // Bindings and variables the Worker receives (wrangler.toml, `wrangler dev --var`, secrets).
-import type { PtySession } from "./pty-session.js";
-import type { RunnerPool } from "./runner-pool.js";
-import type { Tenant } from "./tenant.js";
+// The objects' bindings are typed by their RPC faces (rpc.ts), never by their classes, so that
+// nothing here imports an object's module.
+import type { PoolRpc, SessionRpc, TenantRpc } from "./rpc.js";
 
 export interface Env {
-  PTY_SESSION: DurableObjectNamespace<PtySession>;
-  RUNNER_POOL: DurableObjectNamespace<RunnerPool>;
-  TENANT: DurableObjectNamespace<Tenant>;
+  PTY_SESSION: DurableObjectNamespace<SessionRpc>;
+  RUNNER_POOL: DurableObjectNamespace<PoolRpc>;
+  TENANT: DurableObjectNamespace<TenantRpc>;
   API_KEYS?: string;
   RUNNER_TOKEN?: string;
-  /** Signs per-runner credentials (DESIGN §12); unset = only the shared RUNNER_TOKEN. */
+  /** Signs per-runner credentials (docs/security.md); unset = only the shared RUNNER_TOKEN. */
   RUNNER_SECRET?: string;
   TOKEN_SECRET?: string;
   MAX_SESSIONS_PER_TENANT?: string;
@@ -25,7 +25,7 @@ export interface Env {
   CLIENT_STALL_MS?: string;
   /** `GET .../output` reads in flight per session (429 beyond). */
   MAX_OUTPUT_READS?: string;
-  /** Defaults of the three session timers, in seconds (0 = off; DESIGN §9). */
+  /** Defaults of the three session timers, in seconds (0 = off; docs/protocol.md §4, "Timers"). */
   SESSION_TIMEOUT_SEC?: string;
   SESSION_IDLE_TIMEOUT_SEC?: string;
   SESSION_DETACHED_TIMEOUT_SEC?: string;

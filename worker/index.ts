@@ -2,18 +2,18 @@
 import { Hono } from "hono";
 import { ApiError } from "../shared/errors.js";
 import { setLogLevel } from "../shared/log.js";
-import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } from "./auth.js";
+import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } from "./auth/auth.js";
 import { type Env, poolStub, sessionStub } from "./env.js";
-import { apiCors } from "./cors.js";
-import { renderError } from "./errors.js";
-import { SESSION_ID } from "./schemas.js";
-import { eventRoutes } from "./events-routes.js";
-import { execRoutes } from "./exec-routes.js";
-import { sessionRoutes } from "./sessions-routes.js";
+import { apiCors } from "./http/cors.js";
+import { renderError } from "./http/errors.js";
+import { SESSION_ID } from "./http/schemas.js";
+import { eventRoutes } from "./http/events-routes.js";
+import { execRoutes } from "./http/exec-routes.js";
+import { sessionRoutes } from "./http/sessions-routes.js";
 
-export { PtySession } from "./pty-session.js";
-export { RunnerPool } from "./runner-pool.js";
-export { Tenant } from "./tenant.js";
+export { PtySession } from "./session/pty-session.js";
+export { RunnerPool } from "./pool/runner-pool.js";
+export { Tenant } from "./tenant/tenant.js";
 
 const app = new Hono<{ Bindings: Env; Variables: RunnerVariables }>();
 

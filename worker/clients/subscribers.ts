@@ -1,0 +1,266 @@
+// Whoever receives a session's output: a WebSocket client (framed or raw) or a Server-Sent
+// Events stream. Each one replays from its offset, then follows live output; the session
+// object drives them through this one interface.
+import { bytesToBase64 } from "../../shared/base64.js";
+import type { ScreenSnapshot } from "../../shared/agent.js";
+import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } from "../../shared/protocol.js";
+import { closeQuietly, sendQuietly } from "../io/sockets.js";
+import { SseBody } from "../io/sse-body.js";
+
+/** `watch`: not a client, but an `expect` waiting on the output (agent/expect-watch.ts). */
+export type SubscriberKind = "framed" | "raw" | "sse" | "watch";
+
+/** What a lagging framed client does: is cut (4008), or skips ahead to the current screen. */
+export type OnLag = "cut" | "screen";
+
+export interface Subscriber {
+  readonly kind: SubscriberKind;
+  /** Offset of the next byte this subscriber receives. */
+  cursor: number;
+  /** Replay is over: live output goes to it as it arrives. */
+  live: boolean;
+  closed: boolean;
+  /** Output bytes at `offset` from `stream`; `frame` is the same bytes already framed, when at hand. */
+  deliver(offset: number, data: Uint8Array, stream: OutputStream, frame?: ArrayBuffer): void;
+  control(message: ServerMessage): void;
+  /** The screen as it is at `snapshot.offset` (from=screen, onLag=screen); output continues there. */
+  screen(snapshot: ScreenSnapshot): void;
+  /** Bytes sent that the subscriber has not taken yet, as far as the edge can tell. */
+  lag(): number;
+  /**
+   * Runs `resume` once the subscriber has taken enough that its lag is at most `bytes` (at
+   * once if it already is). Replay waits on this, so replaying never outruns a client.
+   */
+  whenLagAtMost(bytes: number, resume: () => void): void;
+  close(code: number, reason: string): void;
+}
+
+/** What a client socket's attachment keeps across hibernation. */
+export interface ClientAttachment {
+  kind: "framed" | "raw";
+  live: boolean;
+  cursor: number;
+  /** Only what a viewer may do: no input, resize or signal. */
+  readOnly: boolean;
+  /** Connected with the tenant's API key: may use the slot kept for the owner. */
+  owner?: boolean;
+  /** Closed by the edge (cut, ended): holds no slot while its close completes. */
+  cut?: boolean;
+  /** Names the client for the size policy ("who typed last"); absent on attachments made before it. */
+  id?: string;
+  /** The size the client last asked for with `resize` (its window), or absent (session/size-policy.ts). */
+  size?: TermSize | null;
+  /** What happens when it lags; absent = cut. */
+  onLag?: OnLag;
+}
+
+export interface TermSize {
+  cols: number;
+  rows: number;
+}
+
+/**
+ * A WebSocket client. workerd does not expose `bufferedAmount` (workerd#988), so a framed
+ * client's lag is measured by its `ack` messages, and a raw client, which cannot acknowledge,
+ * by the bytes sent to it since its own last frame (docs/protocol.md, "Slow clients").
+ */
+export class SocketSubscriber implements Subscriber {
+  closed = false;
+  acked: number;
+  /** When the client last sent anything (ms since epoch). */
+  lastHeard = Date.now();
+  /** Raw mode: bytes sent since the client's last frame. */
+  private sentSinceHeard = 0;
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly kind: "framed" | "raw",
+    public cursor: number,
+    public live: boolean,
+    readonly readOnly: boolean,
+    readonly owner: boolean,
+    /** Names this client for the size policy; kept across hibernation. */
+    readonly id: string = crypto.randomUUID(),
+    /** The size this client last asked for (its window), applied or not (session/size-policy.ts). */
+    public size: TermSize | null = null,
+    readonly onLag: OnLag = "cut",
+  ) {
+    this.acked = cursor;
+  }
+
+  deliver(offset: number, data: Uint8Array, stream: OutputStream, frame?: ArrayBuffer): void {
+    // Framed: 0x01 for stdout (or the terminal), 0x03 for stderr; raw: both as they come.
+    if (this.kind === "framed") sendQuietly(this.ws, frame ?? encodeOutput(offset, data, stream));
+    else {
+      sendQuietly(this.ws, data);
+      this.sentSinceHeard += data.byteLength;
+    }
+    this.cursor = offset + data.byteLength;
+  }
+
+  control(message: ServerMessage): void {
+    if (this.kind === "framed") sendQuietly(this.ws, JSON.stringify(message));
+  }
+
+  /** Framed: `screen` then a 0x04 frame; raw: the repaint bytes themselves. Neither moves the cursor. */
+  screen(snapshot: ScreenSnapshot): void {
+    const bytes = new TextEncoder().encode(snapshot.ansi);
+    if (this.kind === "raw") {
+      sendQuietly(this.ws, bytes);
+      this.sentSinceHeard += bytes.byteLength;
+      return;
+    }
+    const { offset, cols, rows } = snapshot;
+    this.control({ type: "screen", offset, cols, rows });
+    sendQuietly(this.ws, encodeScreen(offset, bytes));
+  }
+
+  /** Output continues at the screen's `offset` (skipped ahead to it); its lag counts up to there until it acks it. */
+  skippedTo(offset: number): void {
+    this.cursor = offset;
+    this.waiting = undefined; // a replay waiting for acks was given up
+  }
+
+  private waiting: { bytes: number; resume: () => void } | undefined;
+
+  /** The client sent a frame: it is there. */
+  heard(): void {
+    this.lastHeard = Date.now();
+    this.sentSinceHeard = 0;
+  }
+
+  /** The client has every byte below `offset`; false when it claims more than it was sent. */
+  ack(offset: number): boolean {
+    if (offset > this.cursor) return false;
+    if (offset > this.acked) this.acked = offset;
+    const waiting = this.waiting;
+    if (waiting && this.lag() <= waiting.bytes) {
+      this.waiting = undefined;
+      waiting.resume();
+    }
+    return true;
+  }
+
+  whenLagAtMost(bytes: number, resume: () => void): void {
+    // A raw client cannot say what it took: its replay is bounded by the cut, not paced.
+    if (this.kind === "raw" || this.lag() <= bytes) resume();
+    else this.waiting = { bytes, resume };
+  }
+
+  lag(): number {
+    return this.kind === "framed" ? this.cursor - this.acked : this.sentSinceHeard;
+  }
+
+  /** Behind, and silent (no ack, no frame) for `ms`: a framed client that stopped reading. */
+  stalled(now: number, ms: number): boolean {
+    return this.kind === "framed" && !this.closed && this.lag() > 0 && now - this.lastHeard > ms;
+  }
+
+  close(code: number, reason: string): void {
+    if (!this.closed) {
+      this.closed = true;
+      this.persist();
+    }
+    closeQuietly(this.ws, code, reason);
+  }
+
+  persist(): void {
+    try {
+      this.ws.serializeAttachment({
+        kind: this.kind,
+        live: this.live,
+        cursor: this.cursor,
+        readOnly: this.readOnly,
+        owner: this.owner,
+        cut: this.closed,
+        id: this.id,
+        size: this.size,
+        onLag: this.onLag,
+      } satisfies ClientAttachment);
+    } catch {
+      // the socket is gone: nothing to keep
+    }
+  }
+}
+
+/**
+ * A Server-Sent Events stream: `event: data` (or `event: stderr`) with `id: <offset after the
+ * chunk>` and base64 bytes, `event: gap`, `event: exit` (then the stream ends). Its lag is what the response
+ * stream holds unread; past the bound the stream ends and the client resumes by Last-Event-ID.
+ */
+export class StreamSubscriber implements Subscriber {
+  readonly kind = "sse" as const;
+  live = false;
+  private readonly sse: SseBody;
+  private waiting: { bytes: number; resume: () => void } | undefined;
+
+  constructor(
+    public cursor: number,
+    maxLag: number,
+    onCancel: () => void,
+  ) {
+    this.sse = new SseBody(maxLag, {
+      pulled: () => {
+        const waiting = this.waiting;
+        if (waiting && this.lag() <= waiting.bytes) {
+          this.waiting = undefined;
+          waiting.resume();
+        }
+      },
+      cancelled: onCancel,
+    });
+  }
+
+  get closed(): boolean {
+    return this.sse.closed;
+  }
+
+  /** The response that carries the stream. */
+  response(): Response {
+    return this.sse.response();
+  }
+
+  deliver(offset: number, data: Uint8Array, stream: OutputStream): void {
+    const end = offset + data.byteLength;
+    const event = stream === "stderr" ? "stderr" : "data";
+    this.sse.write(`event: ${event}\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
+    this.cursor = end;
+  }
+
+  control(message: ServerMessage): void {
+    if (message.type === "gap") {
+      this.sse.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
+    } else if (message.type === "exit") {
+      const { status, exitCode, signal, reason, offset } = message;
+      this.sse.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, reason, offset })}\n\n`);
+    } else if (message.type === "error") {
+      this.sse.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
+    }
+  }
+
+  /** `event: screen`, its id the offset output continues at (a resume point like any other). */
+  screen(snapshot: ScreenSnapshot): void {
+    const { offset, cols, rows, ansi } = snapshot;
+    const data = bytesToBase64(new TextEncoder().encode(ansi));
+    this.sse.write(`event: screen\nid: ${offset}\ndata: ${JSON.stringify({ offset, cols, rows, data })}\n\n`);
+  }
+
+  /** A keep-alive comment. */
+  comment(text: string): void {
+    this.sse.comment(text);
+  }
+
+  lag(): number {
+    return this.sse.unread();
+  }
+
+  whenLagAtMost(bytes: number, resume: () => void): void {
+    if (this.lag() <= bytes) resume();
+    else this.waiting = { bytes, resume };
+  }
+
+  /** Ends the stream; what is queued still reaches the client (which resumes by Last-Event-ID). */
+  close(): void {
+    this.sse.close();
+  }
+}

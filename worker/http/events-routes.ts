@@ -1,0 +1,29 @@
+// `GET /v1/events` (docs/protocol.md §3, "Events"): the tenant's session lifecycle as
+// Server-Sent Events, served by the tenant's object (tenant/tenant-events.ts). API keys only: a
+// session token sees one session, not the tenant.
+import { Hono } from "hono";
+import { ApiError } from "../../shared/errors.js";
+import { type AuthVariables, authenticate } from "../auth/auth.js";
+import { type Env, tenantStub } from "../env.js";
+import { EventsQuery } from "./schemas.js";
+import { validate } from "./validate.js";
+
+export const eventRoutes = new Hono<{ Bindings: Env; Variables: AuthVariables }>();
+
+eventRoutes.use("*", authenticate);
+
+eventRoutes.get("/", validate("query", EventsQuery), async (c) => {
+  const principal = c.get("principal");
+  if (principal.role !== "owner") throw new ApiError("FORBIDDEN", `a ${principal.role} token may not read the tenant's events`);
+  const lastEventId = c.req.header("last-event-id");
+  if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
+    throw new ApiError("INVALID_REQUEST", "Last-Event-ID is an event id");
+  }
+  const after = lastEventId ?? c.req.valid("query").after;
+  // The object reads where to resume from this header; callers cannot reach it directly.
+  const headers = new Headers();
+  if (after !== undefined) headers.set("x-ptyb-after", after);
+  const res = await tenantStub(c.env, principal.tenant).fetch(new Request("https://tenant/events", { headers }));
+  if (res.status === 429) throw new ApiError("QUOTA_EXCEEDED", "too many event streams are open for this tenant", 5);
+  return res;
+});

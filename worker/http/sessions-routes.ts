@@ -1,0 +1,264 @@
+// The public session API (docs/protocol.md §3). Handlers validate, then delegate to the session's
+// Durable Object; failures are thrown and rendered by the app's single onError.
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { base64ToBytes } from "../../shared/base64.js";
+import { ApiError, type Failure, unwrap } from "../../shared/errors.js";
+import { type Access, type AuthVariables, allows, authenticate, requireOwner } from "../auth/auth.js";
+import { mintToken } from "../auth/tokens.js";
+import { wantsRaw } from "../io/sockets.js";
+import { type Env, limits, sessionStub, tenantStub } from "../env.js";
+import { createSession } from "./session-create.js";
+import type { OutputRange } from "../rpc.js";
+import type { ScreenSnapshot } from "../../shared/agent.js";
+import { ExpectMatcher } from "../../shared/terminal-text.js";
+import {
+  CommandsQuery,
+  ConnectQuery,
+  CreateSessionBody,
+  ExpectBody,
+  IDEMPOTENCY_KEY,
+  DeleteQuery,
+  InputBody,
+  ListQuery,
+  OutputQuery,
+  PatchSessionBody,
+  RecordingQuery,
+  ResizeBody,
+  RunBody,
+  ScreenQuery,
+  SESSION_ID,
+  SignalBody,
+  StreamQuery,
+  TokenBody,
+  WaitQuery,
+} from "./schemas.js";
+import { jsonBodies, validate } from "./validate.js";
+
+type App = { Bindings: Env; Variables: AuthVariables };
+
+function sessionId(raw: string): string {
+  if (!SESSION_ID.test(raw)) throw new ApiError("NOT_FOUND", `session ${raw} not found`);
+  return raw;
+}
+
+type Ctx = Context<App>;
+
+/**
+ * The session named in the path, once the caller may `access` it: the tenant's API key may do
+ * anything; a session token only acts on its own session (another session's is 401, like a bad
+ * credential, and so is a token for an earlier incarnation of the id) and only within its role (403).
+ */
+async function session(c: Ctx, rawId: string, access: Access) {
+  const id = sessionId(rawId);
+  const principal = c.get("principal");
+  if (principal.role !== "owner" && principal.sessionId !== id) {
+    throw new ApiError("UNAUTHORIZED", "this session token is for another session");
+  }
+  const stub = sessionStub(c.env, principal.tenant, id);
+  if (principal.role !== "owner" && (await stub.incarnation()) !== principal.incarnation) {
+    throw new ApiError("UNAUTHORIZED", "this session token's session no longer exists");
+  }
+  if (!allows(principal, access)) throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
+  return { id, stub };
+}
+
+function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
+  if (encoding === "utf8") return new TextEncoder().encode(data);
+  const bytes = base64ToBytes(data);
+  if (!bytes) throw new ApiError("INVALID_REQUEST", "data: not valid base64");
+  return bytes;
+}
+
+export const sessionRoutes = new Hono<App>();
+
+sessionRoutes.use("*", authenticate);
+
+sessionRoutes.use("*", jsonBodies);
+
+// JSON bodies are small; input is the largest (base64 or escaped text of MAX_INPUT_BYTES).
+sessionRoutes.use("*", async (c, next) =>
+  bodyLimit({
+    maxSize: limits(c.env).maxInputBytes * 6 + 4096,
+    onError: () => {
+      throw new ApiError("PAYLOAD_TOO_LARGE", "request body too large");
+    },
+  })(c, next),
+);
+
+sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
+  const { timeoutSec, idleTimeoutSec, detachedTimeoutSec, ...body } = c.req.valid("json");
+  const tenant = requireOwner(c.get("principal"));
+  return c.json(await createSession(c.env, tenant, { ...body, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } }), 201);
+});
+
+// Served from the tenant's index: one call, whatever the number of sessions.
+sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
+  const { status, tag, limit, cursor } = c.req.valid("query");
+  const tenant = requireOwner(c.get("principal"));
+  return c.json(await tenantStub(c.env, tenant).list({ status: status ?? null, tag: tag ?? null, limit, after: cursor ?? null }));
+});
+
+sessionRoutes.get("/:id", async (c) => {
+  const { stub } = await session(c, c.req.param("id"), "read");
+  return c.json(unwrap(await stub.get()));
+});
+
+sessionRoutes.patch("/:id", validate("json", PatchSessionBody), async (c) => {
+  const patch = c.req.valid("json");
+  const { stub } = await session(c, c.req.param("id"), "owner");
+  return c.json(unwrap(await stub.patch(patch)));
+});
+
+sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
+  const { data, encoding, eof } = c.req.valid("json");
+  const bytes = decodeInput(data, encoding);
+  const max = limits(c.env).maxInputBytes;
+  if (bytes.byteLength > max) {
+    throw new ApiError("PAYLOAD_TOO_LARGE", `input is ${bytes.byteLength} bytes; at most ${max}`);
+  }
+  const key = c.req.header("idempotency-key");
+  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+    throw new ApiError("INVALID_REQUEST", "Idempotency-Key is 1 to 128 visible ASCII characters");
+  }
+  const { stub } = await session(c, c.req.param("id"), "write");
+  const idempotency = key === undefined ? undefined : { key, bodyHash: (await sha256Hex(bytes)) + (eof ? ":eof" : "") };
+  return c.json(unwrap(await stub.input(bytes, idempotency, eof)), 202);
+});
+
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array(bytes)));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// The agent layer (docs/protocol.md §3, "Agents").
+
+sessionRoutes.post("/:id/expect", validate("json", ExpectBody), async (c) => {
+  const { pattern, literal, flags, from, timeoutSec } = c.req.valid("json");
+  const invalid = ExpectMatcher.validate(pattern, literal, flags);
+  if (invalid) throw new ApiError("INVALID_REQUEST", invalid);
+  const { stub } = await session(c, c.req.param("id"), "read");
+  return c.json(unwrap(await stub.expect({ pattern, literal, flags, from, timeoutMs: Math.round(timeoutSec * 1000) })));
+});
+
+sessionRoutes.post("/:id/run", validate("json", RunBody), async (c) => {
+  const { command, timeoutSec } = c.req.valid("json");
+  const { stub } = await session(c, c.req.param("id"), "write");
+  return c.json(unwrap(await stub.run(command, Math.round(timeoutSec * 1000))));
+});
+
+sessionRoutes.get("/:id/commands", validate("query", CommandsQuery), async (c) => {
+  const { limit } = c.req.valid("query");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  return c.json(unwrap(await stub.commandList(limit)));
+});
+
+sessionRoutes.get("/:id/screen", validate("query", ScreenQuery), async (c) => {
+  const { format } = c.req.valid("query");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  // RPC typing wraps results as Disposable; the value is the object's own ScreenSnapshot or Failure.
+  const { ansi, ...state } = unwrap((await stub.screen()) as ScreenSnapshot | Failure);
+  if (format === "json") return c.json(state);
+  const headers = { "x-offset": String(state.offset), "x-cols": String(state.cols), "x-rows": String(state.rows) };
+  if (format === "text") return c.text(state.lines.join("\n"), 200, headers);
+  return c.body(new Uint8Array(new TextEncoder().encode(ansi)), 200, { ...headers, "content-type": "application/octet-stream" });
+});
+
+sessionRoutes.post("/:id/resize", validate("json", ResizeBody), async (c) => {
+  const { cols, rows } = c.req.valid("json");
+  const { stub } = await session(c, c.req.param("id"), "write");
+  return c.json(unwrap(await stub.resize(cols, rows)));
+});
+
+sessionRoutes.post("/:id/signal", validate("json", SignalBody), async (c) => {
+  const { signal } = c.req.valid("json");
+  const { stub } = await session(c, c.req.param("id"), "write");
+  return c.json(unwrap(await stub.signal(signal)), 202);
+});
+
+sessionRoutes.get("/:id/wait", validate("query", WaitQuery), async (c) => {
+  const { timeoutSec } = c.req.valid("query");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  return c.json(unwrap(await stub.wait(timeoutSec * 1000)));
+});
+
+sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
+  const { purge } = c.req.valid("query");
+  const { id, stub } = await session(c, c.req.param("id"), "owner");
+  const purgeNow = purge === "true" || purge === "1";
+  const ended = await stub.terminate(purgeNow);
+  // An index row whose session never came to be (a create cut short) goes with DELETE too.
+  if ("failure" in ended && ended.failure.code === "NOT_FOUND") await tenantStub(c.env, c.get("tenant")).forget(id, null);
+  return c.json(unwrap(ended));
+});
+
+sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {
+  const { from, to, stream } = c.req.valid("query");
+  if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  // RPC typing wraps results as Disposable; the value is the object's own OutputRange or Failure.
+  const range = unwrap((await stub.output(from, to, stream)) as OutputRange | Failure);
+  return c.body(range.bytes, 200, {
+    "content-type": "application/octet-stream",
+    "x-offset-from": String(range.from),
+    "x-offset-to": String(range.to),
+  });
+});
+
+sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
+  const lastEventId = c.req.header("last-event-id");
+  if (lastEventId !== undefined && !/^\d{1,15}$/.test(lastEventId)) {
+    throw new ApiError("INVALID_REQUEST", "Last-Event-ID is an offset");
+  }
+  const from = lastEventId ?? c.req.valid("query").from;
+  const { stub } = await session(c, c.req.param("id"), "read");
+  // The object reads where to start from this header; callers cannot reach it directly.
+  const headers = new Headers();
+  if (from !== undefined) headers.set("x-ptyb-from", from);
+  headers.set("x-ptyb-role", c.get("principal").role);
+  const res = await stub.fetch(new Request("https://session/stream", { headers }));
+  if (!res.ok) throw new ApiError(res.status === 404 ? "NOT_FOUND" : "QUOTA_EXCEEDED", "cannot stream this session");
+  return res;
+});
+
+// asciicast v2 of the retained output (docs/protocol.md §3, "Recordings"), streamed by the
+// session's object.
+sessionRoutes.get("/:id/recording", validate("query", RecordingQuery), async (c) => {
+  const { from, to } = c.req.valid("query");
+  if (from !== undefined && to !== undefined && to < from) throw new ApiError("INVALID_REQUEST", "to is before from");
+  const { stub } = await session(c, c.req.param("id"), "read");
+  const url = new URL("https://session/recording");
+  if (from !== undefined) url.searchParams.set("from", String(from));
+  if (to !== undefined) url.searchParams.set("to", String(to));
+  const res = await stub.fetch(new Request(url));
+  if (res.status === 404) throw new ApiError("NOT_FOUND", "session not found");
+  return res;
+});
+
+sessionRoutes.post("/:id/tokens", validate("json", TokenBody), async (c) => {
+  const { role, ttlSec } = c.req.valid("json");
+  const { id, stub } = await session(c, c.req.param("id"), "owner");
+  const incarnation = await stub.incarnation();
+  if (incarnation === null) throw new ApiError("NOT_FOUND", `session ${id} not found`);
+  const secret = c.env.TOKEN_SECRET;
+  if (!secret) throw new ApiError("INTERNAL", "session tokens are disabled: TOKEN_SECRET is not set");
+  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, incarnation, role }, ttlSec), 201);
+});
+
+sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
+  if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+    throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
+  }
+  const { from, onLag } = c.req.valid("query");
+  const { raw } = wantsRaw(c.req.raw);
+  const { stub } = await session(c, c.req.param("id"), "read");
+  // The object reads how the client connects from these headers; callers cannot reach it directly.
+  const headers = new Headers(c.req.raw.headers);
+  headers.set("x-ptyb-mode", raw ? "raw" : "framed");
+  headers.set("x-ptyb-role", c.get("principal").role);
+  headers.delete("x-ptyb-from");
+  headers.delete("x-ptyb-onlag");
+  if (from !== undefined) headers.set("x-ptyb-from", from);
+  if (onLag !== undefined) headers.set("x-ptyb-onlag", onLag);
+  return stub.fetch(new Request("https://session/connect", { headers }));
+});

@@ -1,0 +1,133 @@
+// What each Durable Object answers over RPC: the methods the Worker's routes and the other
+// objects call on its stub, and the types those calls take and give. env.ts types the bindings
+// with these interfaces and each object's class implements its own, so a call on a stub is
+// type-checked while neither this file nor env.ts imports an object's module (they all import
+// env.ts). Sockets and streams are not RPC: they reach an object by `fetch`.
+import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../shared/agent.js";
+import type { Failure } from "../shared/errors.js";
+import type { OutputStream, PoolMessage } from "../shared/protocol.js";
+import type {
+  EndReason,
+  Session,
+  SessionPage,
+  SessionStatus,
+  SessionTimers as TimerSettings,
+  SignalName,
+  SpawnSpec,
+  TenantEventType,
+} from "../shared/session.js";
+
+// ---- PtySession (session/pty-session.ts): one per tenant and session id ----
+
+export interface SessionRpc extends Rpc.DurableObjectBranded {
+  create(request: CreateRequest): Promise<Session | Failure>;
+  get(): Session | Failure;
+  /** Which incarnation of the id this is (session tokens name it), or null when there is none. */
+  incarnation(): string | null;
+  input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }, eof?: boolean): InputAnswer | Failure;
+  expect(request: ExpectQuery): Promise<ExpectResult | Failure>;
+  run(command: string, timeoutMs: number): Promise<RunResult | Failure>;
+  commandList(limit: number): { commands: CommandRecord[] } | Failure;
+  screen(): Promise<ScreenSnapshot | Failure>;
+  resize(cols: number, rows: number): Promise<Session | Failure>;
+  signal(signal: SignalName): { signal: string } | Failure;
+  wait(timeoutMs: number): Promise<Session | Failure>;
+  terminate(purge: boolean, reason?: EndReason): Promise<Session | Failure>;
+  patch(patch: SessionPatch): Session | Failure;
+  /** The pool found this session's runner silent (pool/runner-pool.ts). */
+  runnerSilent(): Promise<void>;
+  output(from: number | undefined, to: number | undefined, stream?: OutputStream): Promise<OutputRange | Failure>;
+  outputStreams(maxBytes: number): Promise<StreamsRange | Failure>;
+}
+
+export interface CreateRequest {
+  tenant: string;
+  id: string;
+  createdAt: string;
+  tags: string[];
+  label: string | null;
+  spec: SpawnSpec;
+  timers: TimerSettings;
+  /** What a `timeoutSec` that passes sends first: SIGHUP when absent, SIGKILL for exec. */
+  timeoutSignal?: "SIGKILL";
+  /** exec: keep the first this many output bytes in memory for its answer (session/output-capture.ts). */
+  captureBytes?: number;
+}
+
+/** PATCH: the timers (seconds, 0 = off), label and tags. */
+export type SessionPatch = Partial<TimerSettings> & { label?: string | null; tags?: string[] };
+
+/** What REST input answers (docs/protocol.md §3). */
+export interface InputAnswer {
+  bytes: number;
+  offset: number;
+}
+
+/** `POST .../expect`: a pattern to wait for in the output from `from` (default: now). */
+export interface ExpectQuery {
+  pattern: string;
+  literal: boolean;
+  flags: string;
+  from: number | undefined;
+  timeoutMs: number;
+}
+
+/** `GET .../output`: the bytes of [from, to). */
+export interface OutputRange {
+  from: number;
+  to: number;
+  bytes: Uint8Array<ArrayBuffer>;
+}
+
+/** The output of [from, to), stdout and stderr apart. */
+export interface StreamsRange {
+  from: number;
+  to: number;
+  stdout: Uint8Array<ArrayBuffer>;
+  stderr: Uint8Array<ArrayBuffer>;
+}
+
+// ---- Tenant (tenant/tenant.ts): one per tenant ----
+
+export interface TenantRpc extends Rpc.DurableObjectBranded {
+  reserve(request: ReserveRequest): Promise<{ ok: true } | Failure>;
+  record(session: Session, event: TenantEventType | null): void;
+  forget(id: string, session: Session | null): void;
+  list(options: ListOptions): SessionPage;
+}
+
+export interface ReserveRequest {
+  tenant: string;
+  id: string;
+  createdAt: string;
+  tags: string[];
+  maxActive: number;
+  maxPerMinute?: number;
+}
+
+export interface ListOptions {
+  status: SessionStatus | null;
+  tag: string | null;
+  limit: number;
+  /** The seq after which to continue (from `nextCursor`), or null for the start. */
+  after: number | null;
+}
+
+// ---- RunnerPool (pool/runner-pool.ts): one for the whole edge ----
+
+export interface PoolRpc extends Rpc.DurableObjectBranded {
+  place(order: Extract<PoolMessage, { type: "spawn" }>): { runnerId: string } | Failure;
+  dispatch(
+    order: Extract<PoolMessage, { type: "serve" | "purge" }>,
+    tenant: string,
+    preferred: string | null,
+  ): { runnerId: string } | Failure;
+  runners(): RunnerInfo[];
+}
+
+export interface RunnerInfo {
+  runnerId: string;
+  capacity: number;
+  sessions: number;
+  draining: boolean;
+}

@@ -1,0 +1,187 @@
+// What goes into a session's process, and who may send it: REST input (with Idempotency-Key),
+// clients' input frames, eof, signals and resizes. Each is checked against the caller's role,
+// the session's state (running, linked, a terminal or pipes, stdin still open) and the runner's
+// input bound, then sent on the host link. Owns nothing but the size policy; the rest it asks of
+// its session through the port.
+import { type Failure, fail } from "../../shared/errors.js";
+import { log } from "../../shared/log.js";
+import { type EdgeLinkMessage, encodeInput } from "../../shared/protocol.js";
+import { type SessionStatus, type SignalName, isTerminal } from "../../shared/session.js";
+import type { IdempotencyKeys } from "../agent/idempotency.js";
+import type { SizePolicy } from "./size-policy.js";
+import type { SocketSubscriber, TermSize } from "../clients/subscribers.js";
+import type { InputAnswer } from "../rpc.js";
+
+/**
+ * The largest raw input frame (a paste) the edge takes, written to the process in pieces of
+ * MAX_INPUT_BYTES. workerd's own WebSocket message limit is larger; a frame beyond this closes
+ * the raw client's socket with 1009 ("message too big") and says so in the reason.
+ */
+export const MAX_RAW_INPUT_FRAME_BYTES = 1 << 20;
+
+export class SessionInput {
+  constructor(
+    private readonly port: InputPort,
+    private readonly sizes: SizePolicy,
+    private readonly idempotency: IdempotencyKeys<InputAnswer>,
+  ) {}
+
+  /**
+   * REST input. `offset` is where the output stood when the input was taken: whatever it causes
+   * comes at or after it. With an Idempotency-Key seen in the last 10 minutes, the input is not
+   * sent again and the first answer is given (agent/idempotency.ts). `eof` closes stdin after it.
+   */
+  rest(bytes: Uint8Array, idempotency: { key: string; bodyHash: string } | undefined, eof: boolean): InputAnswer | Failure {
+    const now = Date.now();
+    if (idempotency) {
+      const seen = this.idempotency.recall(idempotency.key, idempotency.bodyHash, now);
+      if (seen) return "failure" in seen ? seen : seen.answer;
+    }
+    const refused = this.refuseUnlessRunning() ?? this.refuseStdinClosed() ?? this.refuseWhileFull();
+    if (refused) return refused;
+    const answer: InputAnswer = { bytes: bytes.byteLength, offset: this.port.offset() };
+    this.write(bytes);
+    if (eof) this.eof();
+    this.port.noteActivity(now);
+    if (idempotency) this.idempotency.remember(idempotency.key, idempotency.bodyHash, answer, now);
+    return answer;
+  }
+
+  /** REST resize (owner or writer): always applies, on a terminal. */
+  resize(cols: number, rows: number): Failure | undefined {
+    const refused = this.refuseUnlessRunning() ?? this.refuseUnlessTty();
+    if (refused) return refused;
+    this.port.applyResize(cols, rows);
+    return undefined;
+  }
+
+  signal(signal: SignalName): Failure | undefined {
+    const refused = this.refuseUnlessRunning();
+    if (refused) return refused;
+    this.port.send({ type: "signal", signal });
+    return undefined;
+  }
+
+  /**
+   * Input from a client socket: checked per frame against its role, the size and the runner's
+   * input bound. A framed client's frame is at most MAX_INPUT_BYTES (else PAYLOAD_TOO_LARGE); a
+   * raw client's (a paste, which it cannot split or hear refused) is written in pieces of at
+   * most MAX_INPUT_BYTES, up to MAX_RAW_INPUT_FRAME_BYTES; beyond, the socket is closed with 1009.
+   */
+  fromClient(sub: SocketSubscriber, bytes: Uint8Array): void {
+    const max = this.port.maxInputBytes();
+    if (sub.kind === "raw" && bytes.byteLength > MAX_RAW_INPUT_FRAME_BYTES) {
+      log.warn("client.input", { key: this.port.keyForLog(), outcome: "raw_frame_too_large", bytes: bytes.byteLength });
+      return sub.close(1009, `input frame is ${bytes.byteLength} bytes; at most ${MAX_RAW_INPUT_FRAME_BYTES}`);
+    }
+    const refused =
+      sub.kind !== "raw" && bytes.byteLength > max
+        ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
+        : (this.refuseClient(sub) ?? this.refuseStdinClosed() ?? this.refuseWhileFull());
+    // A raw client hears no error message: input it cannot deliver ends its socket instead.
+    if (refused && sub.kind === "raw" && refused.failure.code === "QUOTA_EXCEEDED") {
+      return sub.close(1013, "input refused: the process is not reading its input");
+    }
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    // The size follows whoever typed last: this client's window, if it differs, applies first.
+    const wanted = this.sizes.typed(sub);
+    const size = this.port.size();
+    if (wanted && size && this.port.isTty() && (wanted.cols !== size.cols || wanted.rows !== size.rows)) {
+      this.port.applyResize(wanted.cols, wanted.rows);
+    }
+    this.write(bytes);
+    this.port.noteActivity(Date.now());
+  }
+
+  /**
+   * A client's `resize` (size-policy.ts): applied when it comes from the client that typed last
+   * (or nobody connected has typed), else remembered for when that client types, and answered,
+   * to it alone, with the size the session keeps. A viewer's is refused, and so is any on pipes.
+   */
+  clientResize(sub: SocketSubscriber, cols: number, rows: number): void {
+    const refused = this.refuseClient(sub) ?? this.refuseUnlessTty();
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    if (this.sizes.requested(sub, { cols, rows })) return this.port.applyResize(cols, rows);
+    const size = this.port.size();
+    if (size) sub.control({ type: "resize", cols: size.cols, rows: size.rows });
+  }
+
+  clientSignal(sub: SocketSubscriber, signal: SignalName): void {
+    const refused = this.refuseClient(sub);
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    this.port.send({ type: "signal", signal });
+  }
+
+  clientEof(sub: SocketSubscriber): void {
+    const refused = this.refuseClient(sub) ?? this.refuseStdinClosed();
+    if (refused) return sub.control({ type: "error", ...refused.failure });
+    this.eof();
+  }
+
+  /** Sizes, screens and shells belong to a terminal; a `pty: false` session has none. */
+  refuseUnlessTty(): Failure | undefined {
+    return this.port.isTty() ? undefined : fail("NOT_A_TTY", "this session has no terminal (pty: false)");
+  }
+
+  /** Input can reach the process: it runs, and its runner's link is open. */
+  refuseUnlessRunning(): Failure | undefined {
+    const status = this.port.status();
+    if (!status) return fail("NOT_FOUND", "session not found");
+    if (isTerminal(status)) return fail("SESSION_EXITED", `session has ${status}`);
+    if (!this.port.hasHost()) return fail("CONFLICT", "session is not connected to a runner right now");
+    return undefined;
+  }
+
+  /** The process has not taken the input it has (the runner's bound): refuse more for now. */
+  refuseWhileFull(): Failure | undefined {
+    if (!this.port.inputRefused()) return undefined;
+    return fail("QUOTA_EXCEEDED", "the process is not reading its input; try again when it has taken it", 1);
+  }
+
+  /** Input, resize, signal and eof from a client: checked per message, not per connection. */
+  private refuseClient(sub: SocketSubscriber): Failure | undefined {
+    if (sub.readOnly) return fail("FORBIDDEN", "a viewer may not send input, resize, signal or eof");
+    return this.refuseUnlessRunning();
+  }
+
+  /** `pty: false`: after eof there is no stdin to write to. */
+  private refuseStdinClosed(): Failure | undefined {
+    if (this.port.isTty() || !this.port.stdinClosed()) return undefined;
+    return fail("CONFLICT", "stdin is closed: eof was sent");
+  }
+
+  /** Input frames of at most MAX_INPUT_BYTES each, in order on the host link. */
+  private write(bytes: Uint8Array): void {
+    const max = this.port.maxInputBytes();
+    for (let at = 0; at < bytes.byteLength; at += max) this.port.sendBytes(encodeInput(bytes.subarray(at, at + max)));
+  }
+
+  /** Closes the process's stdin after the input sent before it (a terminal gets Ctrl+D instead). */
+  private eof(): void {
+    this.port.send({ type: "eof" });
+    if (!this.port.isTty()) this.port.closeStdin();
+  }
+}
+
+// ---- Shared types ----
+
+/** What the input side needs from its session; callbacks, so it never holds the session object. */
+export interface InputPort {
+  status(): SessionStatus | undefined;
+  /** The process has a terminal (not `pty: false`). */
+  isTty(): boolean;
+  stdinClosed(): boolean;
+  closeStdin(): void;
+  size(): TermSize | undefined;
+  /** The output offset now. */
+  offset(): number;
+  hasHost(): boolean;
+  /** The runner said the process is not taking its input. */
+  inputRefused(): boolean;
+  sendBytes(frame: Uint8Array): void;
+  send(message: EdgeLinkMessage): void;
+  applyResize(cols: number, rows: number): void;
+  noteActivity(now: number): void;
+  maxInputBytes(): number;
+  keyForLog(): string | null;
+}

@@ -1,0 +1,124 @@
+// The start of a session (docs/protocol.md §4): create stores the record, places the session on
+// a runner through the pool and waits, at most START_TIMEOUT_MS, for the runner to say the
+// process started; then one decision (late, or failed). Owns the create's wait for the start;
+// the session object wires it with the record, the timers and a StartPort.
+import { type Failure, fail, isFailure } from "../../shared/errors.js";
+import { log } from "../../shared/log.js";
+import type { Session, SessionStatus, TenantEventType } from "../../shared/session.js";
+import type { CreateRequest, PoolRpc } from "../rpc.js";
+import type { RecordFields, SessionRecord } from "./session-record.js";
+import type { SessionTimers } from "./session-timers.js";
+import { settleWithin } from "./settle.js";
+
+type StartOutcome = "started" | "failed" | "timeout";
+
+export class SessionStart {
+  /** The create waiting to hear whether the process started. */
+  private startWaiter: ((outcome: StartOutcome) => void) | undefined;
+
+  constructor(
+    private readonly record: SessionRecord,
+    private readonly timers: SessionTimers,
+    private readonly port: StartPort,
+  ) {}
+
+  async create(request: CreateRequest): Promise<Session | Failure> {
+    if (this.record.current) return fail("CONFLICT", `session ${request.id} already exists`);
+    const now = Date.now();
+    const stored = this.record.begin(request, now);
+    if (request.captureBytes !== undefined) this.port.capture(request.captureBytes);
+    const startTimeoutMs = this.port.startTimeoutMs();
+    this.timers.configure(request.timers, stored.record.expiresAt, now);
+    // Should this object restart before the runner's link comes, the session fails then.
+    this.timers.set("start", now + startTimeoutMs);
+    const started = settleWithin<StartOutcome>(startTimeoutMs, "timeout", (resolve) => {
+      this.startWaiter = resolve;
+    });
+    // `created` goes out only once placed; a create that fails leaves no event behind.
+    const release = this.port.holdReports();
+    this.port.report("session.created");
+    const placed = await this.port.pool().place({
+      type: "spawn",
+      key: this.record.logKey(),
+      tenant: request.tenant,
+      sessionId: request.id,
+      spec: request.spec,
+      linkToken: stored.linkToken,
+    });
+    if (isFailure(placed)) {
+      release(false);
+      this.startWaiter?.("failed");
+      await this.port.forget();
+      return placed;
+    }
+    release(true);
+    log.info("session.placed", { key: this.record.keyForLog(), runnerId: placed.runnerId });
+    this.record.placed(placed.runnerId);
+    if ((await started) === "timeout") this.startLate();
+    return this.port.view();
+  }
+
+  /** The host said the process started. */
+  async started(pid: number): Promise<void> {
+    this.timers.set("start", undefined);
+    await this.port.move("running", { pid });
+    this.startWaiter?.("started");
+  }
+
+  /** The host said the process could not be started. */
+  async failed(error: string): Promise<void> {
+    await this.port.move("failed", { error, reason: "failed" });
+    this.startWaiter?.("failed");
+  }
+
+  /** The host link closed before the process started. */
+  async linkLost(): Promise<void> {
+    this.startWaiter?.("failed");
+    await this.port.move("lost", { error: "the runner's link closed before the process started", reason: "runner_lost" });
+  }
+
+  /** The start deadline passed (this object restarted mid-create): no link yet, the session fails. */
+  async due(): Promise<void> {
+    const status = this.record.current?.record.status;
+    if (!status) return;
+    if (status === "starting" && !this.port.hasHost()) {
+      await this.port.move("failed", { error: "the runner did not open the session's link in time", reason: "failed" });
+    }
+  }
+
+  /**
+   * The process has not said it started in time. One decision: if the runner's link has
+   * opened, the runner has been told to start it and the session stays `starting` until it
+   * says so (late); if not, the session fails now and the link, should it come, is refused,
+   * so the runner never starts the process.
+   */
+  private startLate(): void {
+    if (this.record.current?.record.status !== "starting") return;
+    if (this.port.hasHost()) {
+      log.warn("session.start", { key: this.record.keyForLog(), outcome: "late" });
+      return;
+    }
+    void this.port.move("failed", { error: "the runner did not open the session's link in time", reason: "failed" });
+  }
+}
+
+// ---- Shared types ----
+
+/** What the start needs from its session; callbacks, so it never holds the session object. */
+export interface StartPort {
+  /** The host link is open. */
+  hasHost(): boolean;
+  /** Moves the status forward (pty-session.ts). */
+  move(status: SessionStatus, patch: Partial<RecordFields>): Promise<void>;
+  view(): Session;
+  pool(): DurableObjectStub<PoolRpc>;
+  /** exec: keep the first `bytes` of output in memory (output-capture.ts). */
+  capture(bytes: number): void;
+  startTimeoutMs(): number;
+  /** Holds the tenant reports that follow until released (tenant-reports.ts). */
+  holdReports(): (keep: boolean) => void;
+  /** Tells the tenant how the session is now, with `event` (tenant-reports.ts). */
+  report(event: TenantEventType): void;
+  /** Memory and storage forget the session (a create that was not placed). */
+  forget(): Promise<void>;
+}

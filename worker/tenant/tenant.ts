@@ -1,0 +1,203 @@
+// Tenant: one Durable Object per tenant. The index of its sessions (each row holds the session
+// as it last reported itself, so a list is one query, never a call per session), id
+// uniqueness, the quota of sessions not yet ended, and the tenant's lifecycle events
+// (`GET /v1/events`, tenant-events.ts).
+import { DurableObject } from "cloudflare:workers";
+import { type Failure, fail } from "../../shared/errors.js";
+import { type Session, type SessionPage, type SessionStatus, type TenantEventType, canMove } from "../../shared/session.js";
+import { log } from "../../shared/log.js";
+import { type Env, limits, sessionStub } from "../env.js";
+import type { ListOptions, ReserveRequest, TenantRpc } from "../rpc.js";
+import { type StoredEvent, TenantEvents } from "./tenant-events.js";
+
+/** Events kept for resuming: at least the last 1,000 (docs/protocol.md §3, "Events"). */
+const KEEP_EVENTS = 2000;
+/** Open event streams per tenant (429 beyond). */
+const MAX_EVENT_STREAMS = 64;
+/**
+ * A row with no record this old belongs to a create that never reached its session object (the
+ * Worker died mid-create) or to a session from before rows held records: the sweep asks the
+ * session object, then records it or frees the id and its quota slot.
+ */
+const SWEEP_AFTER_MS = 60_000;
+const SWEEP_BATCH = 100;
+
+export class Tenant extends DurableObject<Env> implements TenantRpc {
+  private readonly sql: SqlStorage;
+  private readonly events: TenantEvents;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS sessions (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      id TEXT NOT NULL UNIQUE,
+      created_at TEXT NOT NULL,
+      status TEXT NOT NULL,
+      tags TEXT NOT NULL
+    )`);
+    // The session as it last reported itself; null between reserve and the session's first report.
+    const columns = this.sql.exec<{ name: string }>("PRAGMA table_info(sessions)").toArray();
+    if (!columns.some((c) => c.name === "record")) this.sql.exec("ALTER TABLE sessions ADD COLUMN record TEXT");
+    this.sql.exec("CREATE INDEX IF NOT EXISTS sessions_by_status ON sessions (status, seq)");
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS events (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      type TEXT NOT NULL,
+      data TEXT NOT NULL
+    )`);
+    this.events = new TenantEvents(() => limits(env).sseKeepAliveMs);
+    void this.sweepSoon();
+  }
+
+  /** Creation times within the last minute, for the create rate (in memory: a restart forgets it). */
+  private recentCreates: number[] = [];
+
+  /** Claims `id` for a new session, unless it is taken, the quota is used up or creates come too fast. */
+  async reserve(request: ReserveRequest): Promise<{ ok: true } | Failure> {
+    const { tenant, id, createdAt, tags, maxActive, maxPerMinute = Number.POSITIVE_INFINITY } = request;
+    const now = Date.now();
+    this.recentCreates = this.recentCreates.filter((t) => now - t < 60_000);
+    if (this.recentCreates.length >= maxPerMinute) {
+      const retryAfter = Math.max(1, Math.ceil((this.recentCreates[0] + 60_000 - now) / 1000));
+      return fail("QUOTA_EXCEEDED", `at most ${maxPerMinute} sessions may be created per minute`, retryAfter);
+    }
+    if (this.sql.exec("SELECT 1 FROM sessions WHERE id = ?", id).toArray().length > 0) {
+      return fail("CONFLICT", `session ${id} already exists`);
+    }
+    const active = this.sql
+      .exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions WHERE status IN ('starting', 'running')")
+      .one().n;
+    if (active >= maxActive) {
+      return fail("QUOTA_EXCEEDED", `at most ${maxActive} sessions may run at once for this tenant`, 5);
+    }
+    this.recentCreates.push(now);
+    this.sql.exec(
+      "INSERT INTO sessions (id, created_at, status, tags) VALUES (?, ?, 'starting', ?)",
+      id,
+      createdAt,
+      JSON.stringify(tags),
+    );
+    // The tenant's name, for the sweep's calls to its session objects.
+    if (this.ctx.storage.kv.get<string>("tenant") !== tenant) this.ctx.storage.kv.put("tenant", tenant);
+    await this.sweepSoon();
+    return { ok: true };
+  }
+
+  /**
+   * The sweep (the tenant's only alarm, set while rows without a record exist): each row without
+   * a record older than SWEEP_AFTER_MS is settled by asking its session object. A session there
+   * is recorded (and an ended one arms its own purge); none there frees the row.
+   */
+  async alarm(): Promise<void> {
+    const tenant = this.ctx.storage.kv.get<string>("tenant");
+    if (!tenant) return;
+    const before = new Date(Date.now() - SWEEP_AFTER_MS).toISOString();
+    const rows = this.sql
+      .exec<{ id: string }>(
+        "SELECT id FROM sessions WHERE record IS NULL AND created_at < ? ORDER BY seq LIMIT ?",
+        before,
+        SWEEP_BATCH,
+      )
+      .toArray();
+    for (const { id } of rows) {
+      try {
+        const found = await sessionStub(this.env, tenant, id).get();
+        if ("failure" in found) {
+          if (found.failure.code === "NOT_FOUND") this.forget(id, null);
+        } else {
+          this.record(found, null);
+        }
+        log.info("tenant.sweep", { tenant, id, outcome: "failure" in found ? "freed" : "recorded" });
+      } catch (error) {
+        log.warn("tenant.sweep", { tenant, id, outcome: "unreached", error });
+      }
+    }
+    await this.sweepSoon(true);
+  }
+
+  /** Sets the sweep's alarm while rows without a record exist. */
+  private async sweepSoon(fromAlarm = false): Promise<void> {
+    const waiting = this.sql.exec("SELECT 1 FROM sessions WHERE record IS NULL LIMIT 1").toArray().length > 0;
+    if (!waiting) return;
+    if (fromAlarm || (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + SWEEP_AFTER_MS);
+  }
+
+  /**
+   * A session reports how it is now (its reports come in order): its index row follows it
+   * (status only forward), and with `event` the tenant's events record it.
+   */
+  record(session: Session, event: TenantEventType | null): void {
+    const row = this.sql
+      .exec<{ status: SessionStatus }>("SELECT status FROM sessions WHERE id = ?", session.id)
+      .toArray()[0];
+    if (!row) return; // purged meanwhile
+    if (row.status === session.status || canMove(row.status, session.status)) {
+      this.sql.exec(
+        "UPDATE sessions SET status = ?, tags = ?, record = ? WHERE id = ?",
+        session.status,
+        JSON.stringify(session.tags),
+        JSON.stringify(session),
+        session.id,
+      );
+    }
+    if (event) this.publish(event, session);
+  }
+
+  /** The id is free again; with the purged `session`, `session.deleted` is recorded. */
+  forget(id: string, session: Session | null): void {
+    this.sql.exec("DELETE FROM sessions WHERE id = ?", id);
+    if (session) this.publish("session.deleted", session);
+  }
+
+  /** A page of sessions in creation order, from the index alone. */
+  list(options: ListOptions): SessionPage {
+    const where = ["record IS NOT NULL", "seq > ?"];
+    const params: (string | number)[] = [options.after ?? 0];
+    if (options.status) {
+      where.push("status = ?");
+      params.push(options.status);
+    }
+    if (options.tag) {
+      where.push("EXISTS (SELECT 1 FROM json_each(sessions.tags) WHERE json_each.value = ?)");
+      params.push(options.tag);
+    }
+    const rows = this.sql
+      .exec<{ seq: number; record: string }>(
+        `SELECT seq, record FROM sessions WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
+        ...params,
+        options.limit + 1,
+      )
+      .toArray();
+    const page = rows.slice(0, options.limit);
+    const more = rows.length > options.limit;
+    return {
+      sessions: page.map((r) => JSON.parse(r.record) as Session),
+      nextCursor: more ? String(page[page.length - 1].seq) : null,
+    };
+  }
+
+  /** `GET /v1/events`: the Worker passes where to resume in `x-ptyb-after` (an id, or absent for live only). */
+  async fetch(request: Request): Promise<Response> {
+    if (this.events.size >= MAX_EVENT_STREAMS) {
+      const refused = fail("QUOTA_EXCEEDED", `at most ${MAX_EVENT_STREAMS} event streams per tenant`, 5);
+      return Response.json({ error: refused.failure }, { status: 429, headers: { "retry-after": "5" } });
+    }
+    const afterHeader = request.headers.get("x-ptyb-after");
+    if (afterHeader === null) return this.events.open(null, []);
+    const after = Number(afterHeader);
+    // Trimming always keeps the newest KEEP_EVENTS: the table is empty only before the first event.
+    const oldest = this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
+    const gap = oldest !== null && after + 1 < oldest ? { from: after + 1, to: oldest } : null;
+    const backlog = this.sql
+      .exec<{ seq: number; type: string; data: string }>("SELECT seq, type, data FROM events WHERE seq > ? ORDER BY seq", after)
+      .toArray();
+    return this.events.open(gap, backlog);
+  }
+
+  private publish(type: TenantEventType, session: Session): void {
+    const data = JSON.stringify({ type, session, at: new Date().toISOString() });
+    const seq = this.sql.exec<{ seq: number }>("INSERT INTO events (type, data) VALUES (?, ?) RETURNING seq", type, data).one().seq;
+    this.sql.exec("DELETE FROM events WHERE seq <= ?", seq - KEEP_EVENTS);
+    this.events.publish({ seq, type, data } satisfies StoredEvent);
+  }
+}
