@@ -1,7 +1,7 @@
 // asciicast v2 (the format asciinema records and plays), written from a session's output log
 // (docs/protocol.md §3, "Recordings"): a header line, then one JSON array per line:
 // `[seconds, "o", text]` for output at the time the runner read it, `[seconds, "r", "COLSxROWS"]`
-// where the terminal's size changed. Pure: the session object streams it (worker/recording.ts).
+// where the terminal's size changed. Pure: the session object streams it (worker/link/recording.ts).
 //
 // `o` text is the chunk's bytes decoded as UTF-8, one streaming decoder per stream (stdout and
 // stderr chunks interleave, and each is cut on its own character boundaries), so the `o`

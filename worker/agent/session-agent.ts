@@ -44,7 +44,7 @@ export class SessionAgent {
     return watch.result;
   }
 
-  /** The host's shell runs `command` (runner/shell-tracker.ts). */
+  /** The host's shell runs `command` (runner/agent/shell-tracker.ts). */
   async run(command: string, timeoutMs: number): Promise<RunResult | Failure> {
     const result = await this.calls.run(command, timeoutMs);
     if ("failure" in result) return result;

@@ -198,7 +198,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
     return this.agent.expect(request);
   }
 
-  /** `POST .../run`: the host's shell runs `command` (runner/shell-tracker.ts). */
+  /** `POST .../run`: the host's shell runs `command` (runner/agent/shell-tracker.ts). */
   async run(command: string, timeoutMs: number): Promise<RunResult | Failure> {
     const refused = this.inputs.refuseUnlessRunning() ?? this.inputs.refuseUnlessTty() ?? this.inputs.refuseWhileFull();
     if (refused) return refused;
