@@ -1,13 +1,13 @@
 // The `ptybroker` command. Configuration: PTYBROKER_URL and PTYBROKER_API_KEY (or PTYBROKER_TOKEN).
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { type AttachResult, attach } from "./attach.js";
-import type { CommandRecord } from "../shared/agent.js";
-import { PtyBroker } from "./broker.js";
-import { PtyBrokerError } from "./errors.js";
+import { type AttachResult, attach } from "./terminal.js";
+import type { CommandRecord } from "../../shared/agent.js";
+import { PtyBroker } from "../broker.js";
+import { PtyBrokerError } from "../errors.js";
 import { execExitStatus, TIMED_OUT_STATUS, UNKNOWN_END_STATUS } from "./exit-status.js";
-import { mintRunnerCredential, runnerClaimsProblem } from "../shared/runner-credential.js";
-import type { Session, SessionStatus } from "../shared/session.js";
+import { mintRunnerCredential, runnerClaimsProblem } from "../../shared/runner-credential.js";
+import type { Session, SessionStatus } from "../../shared/session.js";
 
 const USAGE = `ptybroker: persistent remote terminals
 
