@@ -1,6 +1,6 @@
-// The agent layer's calls (DESIGN §10), for one session, over REST: input that answers with the
-// output offset it was accepted at, expect, run, commands and the screen. `PtyBroker` offers them
-// by session id and `Pty` for its own session; neither needs a socket open.
+// The agent layer's calls (docs/protocol.md §3, "Agents"), for one session, over REST: input that
+// answers with the output offset it was accepted at, expect, run, commands and the screen.
+// `PtyBroker` offers them by session id and `Pty` for its own session; neither needs a socket open.
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { bytesToBase64 } from "../shared/base64.js";
 import { PtyBrokerError } from "./errors.js";

@@ -3,7 +3,7 @@
 // for the edge.
 import { describe, expect, it } from "vitest";
 import { autoStart, PtyBroker, SCREEN_START_BYTES } from "./broker.js";
-import type { SocketLike } from "./pty.js";
+import type { SocketLike } from "./pty-types.js";
 
 describe("autoStart", () => {
   it("the screen once the retained history passes 256 KiB, else everything", () => {

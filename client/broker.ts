@@ -7,7 +7,8 @@ import { PATIENCE_NEEDED_SEC } from "./patience.js";
 import { PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
 import { Http } from "./http.js";
-import { type ConnectOptions, Pty, type SessionPatch, type SocketLike, type SocketQuery } from "./pty.js";
+import { Pty } from "./pty.js";
+import type { ConnectOptions, SessionPatch, SocketLike, SocketQuery } from "./pty-types.js";
 
 export interface PtyBrokerOptions {
   /** The edge's base URL, e.g. `https://ptybroker.example.workers.dev`. */

@@ -1,4 +1,4 @@
-// The SDK's one error type: every failure carries the API's error code (DESIGN §4), or a
+// The SDK's one error type: every failure carries the API's error code (docs/protocol.md §2), or a
 // client-side code for what never reached an answer.
 import type { ErrorCode } from "../shared/errors.js";
 

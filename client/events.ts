@@ -1,12 +1,13 @@
-// `GET /v1/events` as an async iterator: the tenant's session lifecycle (DESIGN §9). It resumes
-// by itself after a dropped connection from the last id it handed out (`Last-Event-ID`), hands
-// out each id once and in order, and reads the stream only as fast as the caller iterates.
+// `GET /v1/events` as an async iterator: the tenant's session lifecycle (docs/protocol.md §3,
+// "Events"). It resumes by itself after a dropped connection from the last id it handed out
+// (`Last-Event-ID`), hands out each id once and in order, and reads the stream only as fast as the
+// caller iterates.
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { backoffDelay } from "../shared/backoff.js";
 import { EVENT_TYPES, type TenantEvent, type TenantEventType } from "../shared/session.js";
 import { PtyBrokerError } from "./errors.js";
 import type { Http } from "./http.js";
-import type { ConnectionState } from "./pty.js";
+import type { ConnectionState } from "./pty-types.js";
 
 /** One lifecycle event; `id` is the tenant's sequence number (grows by one per event). */
 export interface SessionEvent extends TenantEvent {

@@ -9,14 +9,14 @@ export {
   type ListFilter,
   type ListPageOptions,
 } from "./broker.js";
+export { Pty } from "./pty.js";
 export {
-  Pty,
   type ConnectOptions,
   type ConnectionState,
   type PtyEvents,
   type DataListener,
   type SessionPatch,
-} from "./pty.js";
+} from "./pty-types.js";
 export {
   type InputOptions,
   type InputResult,

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import { encodeInput, encodeOutput, encodeScreen } from "../shared/protocol.js";
 import { AgentCalls } from "./agent.js";
 import { Http } from "./http.js";
-import { Pty, type PtyTransport, type SocketLike, type SocketQuery } from "./pty.js";
+import { Pty } from "./pty.js";
+import type { PtyTransport, SocketLike, SocketQuery } from "./pty-types.js";
 
 class ScriptedSocket implements SocketLike {
   binaryType = "blob";

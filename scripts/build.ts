@@ -108,7 +108,7 @@ await Promise.all([
     logLevel: "warning",
   }),
   build({
-    entryPoints: { cli: join(ROOT, "client/cli.ts") },
+    entryPoints: { cli: join(ROOT, "client/cli/main.ts") },
     outdir: clientOut,
     bundle: true,
     format: "esm",

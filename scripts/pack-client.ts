@@ -102,12 +102,12 @@ const [sdk, cli] = await Promise.all([
   }),
   build({
     ...common,
-    entryPoints: [join(ROOT, "client/cli.ts")],
+    entryPoints: [join(ROOT, "client/cli/main.ts")],
     outfile: join(STAGE, "dist/cli.js"),
     metafile: true,
     platform: "node",
     target: "node20",
-    banner: { js: `#!/usr/bin/env node\n// ptybroker ${root.version}: the CLI, built from client/cli.ts by scripts/pack-client.ts` },
+    banner: { js: `#!/usr/bin/env node\n// ptybroker ${root.version}: the CLI, built from client/cli/main.ts by scripts/pack-client.ts` },
   }),
 ]);
 const sdkPackages = checkInputs(sdk.metafile, "dist/client.js");

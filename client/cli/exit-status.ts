@@ -2,7 +2,7 @@
 // own exit code, 128 + the signal's number when a signal killed it, and timeout(1)'s 124 when
 // exec's timeout did (the server kills it with SIGKILL then: 124 says why, 137 would not).
 import { constants } from "node:os";
-import type { ExecResult } from "../shared/session.js";
+import type { ExecResult } from "../../shared/session.js";
 
 /** timeout(1)'s status for a command that ran out of time (`run-cmd` and `exec`). */
 export const TIMED_OUT_STATUS = 124;

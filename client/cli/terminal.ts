@@ -2,8 +2,7 @@
 // Raw mode while attached; the remote size follows the local one; Ctrl+] detaches; the SDK
 // reconnects on its own and resumes by offset; the terminal is restored on every way out.
 import { spawnSync } from "node:child_process";
-import type { ExitInfo } from "../shared/protocol.js";
-import type { Pty } from "./pty.js";
+import type { ExitInfo, Pty } from "../index.js";
 
 /** Ctrl+] — the same detach key as telnet and `docker attach`'s default family. */
 export const DETACH_BYTE = 0x1d;

@@ -1,0 +1,181 @@
+// The attached terminal: attaching it to what an `open` function connects (an existing session or
+// a new one), showing the Pty's events (status, exit, gap, resize, errors), drawing a session's
+// screen in place of its history, and detaching. This part owns the attachment: the Pty, whether
+// its session ended, and a generation that drops a connect resolved after another one began. It
+// hears of the rest of the page through `AttachmentHooks` (main.ts wires them).
+import type { Terminal } from "@xterm/xterm";
+import type { Pty, PtyBroker, ScreenRepaint } from "../client/index.js";
+import type { TerminalSize } from "./size.js";
+import { exitText, isEnded, type Mode, say, setStatus, showError, ui } from "./ui.js";
+
+/** What the terminal is fed: output bytes (stderr too, for `pty: false`), and a screen drawn in place of the history. */
+export interface Feed {
+  onData: (bytes: Uint8Array) => void;
+  onStderr: (bytes: Uint8Array) => void;
+  onScreen: (screen: ScreenRepaint) => void;
+}
+
+/** What the attachment asks of the rest of the page. */
+export interface AttachmentHooks {
+  /** The broker, or a "not signed in" error. */
+  broker(): PtyBroker;
+  mode(): Mode;
+  /** The attached session ended. */
+  ended(): void;
+  /** A terminal is about to be shown attached (and measured). */
+  showing(): void;
+  /** Attached to session `id`. */
+  attached(id: string): void;
+  /** Detached (the terminal is empty again). */
+  detached(): void;
+}
+
+export function setAttached(attached: boolean, readOnly = false): void {
+  document.body.dataset.attached = String(attached);
+  document.body.dataset.readonly = String(readOnly);
+}
+
+export class Connection {
+  private pty: Pty | null = null;
+  /** Bumped by every attach and detach: a connect that resolves after another began is dropped. */
+  private generation = 0;
+  private ended = false;
+
+  constructor(
+    private readonly term: Terminal,
+    private readonly size: TerminalSize,
+    private readonly hooks: AttachmentHooks,
+  ) {}
+
+  /** The attached terminal, or null. */
+  get attached(): Pty | null {
+    return this.pty;
+  }
+
+  /** Whether the attached terminal's session has ended. */
+  get exited(): boolean {
+    return this.ended;
+  }
+
+  /** Types into the attached session, unless it is read-only. */
+  send(data: string | Uint8Array): void {
+    const pty = this.pty;
+    if (pty && !pty.readOnly) pty.sendInput(data).catch(showError);
+  }
+
+  detach(): void {
+    const term = this.term;
+    this.generation++;
+    this.pty?.close();
+    this.pty = null;
+    this.ended = false;
+    this.size.reset();
+    term.reset();
+    term.options.disableStdin = false;
+    ui.readonly.hidden = true;
+    ui.detach.hidden = true;
+    ui.record.hidden = true;
+    ui.title.textContent = "";
+    setAttached(false);
+    setStatus("idle");
+    this.size.layout();
+    this.hooks.detached();
+  }
+
+  /**
+   * The session's screen instead of its history: the terminal at the screen's size, emptied, and
+   * the repaint written into it; output then continues from the screen's offset.
+   */
+  private drawScreen({ cols, rows, data }: ScreenRepaint): void {
+    const term = this.term;
+    this.size.heard({ cols, rows });
+    if (term.cols !== cols || term.rows !== rows) term.resize(cols, rows);
+    term.reset();
+    term.write(data);
+    this.size.layout();
+  }
+
+  /** Attaches the terminal to what `open` connects (an existing session, or a new one). */
+  async attach(open: (feed: Feed) => Promise<Pty>): Promise<void> {
+    const term = this.term;
+    this.detach();
+    const mine = ++this.generation;
+    setStatus("connecting");
+    let next: Pty;
+    try {
+      next = await open({
+        onData: (bytes) => {
+          if (mine === this.generation) term.write(bytes);
+        },
+        onStderr: (bytes) => {
+          if (mine === this.generation) term.write(bytes);
+        },
+        onScreen: (screen) => {
+          if (mine === this.generation) this.drawScreen(screen);
+        },
+      });
+    } catch (error) {
+      if (mine === this.generation) setStatus("closed");
+      throw error;
+    }
+    if (mine !== this.generation) {
+      next.close();
+      return;
+    }
+    this.pty = next;
+    next.on("state", (state) => {
+      if (this.pty !== next) return;
+      if (!this.ended) setStatus(state);
+      // A new connection: the session's size came with its `hello`; the server hears ours again.
+      if (state === "open") this.size.connected(next.session);
+    });
+    next.on("live", () => {
+      // A size that changed while this connection was still replaying is not sent to it (the edge
+      // sends `resize` to clients that are live): ask for the session once replay has caught up.
+      this.size.caughtUp(
+        () => this.hooks.broker().get(next.id),
+        () => this.pty === next,
+      );
+    });
+    next.on("exit", ({ status, exitCode, signal, reason }) => {
+      if (this.pty !== next) return;
+      this.ended = true;
+      setStatus("exited", exitText(status, exitCode, signal, reason));
+      this.hooks.ended();
+    });
+    next.on("gap", ({ from, to }) => {
+      if (this.pty === next) say(`history trimmed: bytes ${from}–${to} are no longer retained`, "info");
+    });
+    next.on("resize", (size) => {
+      if (this.pty !== next) return;
+      this.size.resized(size);
+    });
+    next.on("error", (error) => {
+      if (this.pty === next) showError(error);
+    });
+
+    const session = next.session;
+    if (session) this.size.heard(session);
+    // Pipes (`pty: false`) end lines with a bare \n, which a terminal's line discipline would
+    // have turned into \r\n: the page does that itself for them.
+    term.options.convertEol = session?.pty === false;
+    ui.title.textContent = session?.label ? `${next.id} · ${session.label}` : next.id;
+    ui.title.title = ui.title.textContent;
+    ui.readonly.hidden = !next.readOnly;
+    ui.detach.hidden = this.hooks.mode() !== "owner";
+    ui.record.hidden = false;
+    term.options.disableStdin = next.readOnly;
+    setAttached(true, next.readOnly);
+    if (session && isEnded(session)) {
+      this.ended = true;
+      setStatus("exited", exitText(session.status, session.exitCode, session.signal, session.reason));
+    } else {
+      setStatus(next.state);
+    }
+    this.hooks.showing();
+    this.size.layout();
+    this.size.sendSize();
+    this.hooks.attached(next.id);
+    term.focus();
+  }
+}

@@ -1,0 +1,82 @@
+// The page's elements (by id, from index.html) and what every part of it says with them: the
+// message line, the connection's status badge, and how a session's end reads. No state of its own.
+import { type EndReason, PtyBrokerError, type Session } from "../client/index.js";
+
+/** Sign-in form, an owner's list and terminal (API key), or one shared session (share link). */
+export type Mode = "signin" | "owner" | "share";
+
+export function element<T extends HTMLElement = HTMLElement>(id: string): T {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`the page has no #${id}`);
+  return found as T;
+}
+
+export const ui = {
+  menu: element<HTMLButtonElement>("menu"),
+  status: element("status"),
+  size: element<HTMLButtonElement>("size"),
+  readonly: element("readonly"),
+  title: element("session-title"),
+  message: element("message"),
+  signout: element<HTMLButtonElement>("signout"),
+  detach: element<HTMLButtonElement>("detach"),
+  record: element<HTMLButtonElement>("record"),
+  signinForm: element<HTMLFormElement>("signin-form"),
+  apikey: element<HTMLInputElement>("apikey"),
+  sidebar: element("sidebar"),
+  newForm: element<HTMLFormElement>("new-form"),
+  label: element<HTMLInputElement>("label"),
+  refresh: element<HTMLButtonElement>("refresh"),
+  showEnded: element<HTMLInputElement>("show-ended"),
+  endedCount: element("ended-count"),
+  purgeEnded: element<HTMLButtonElement>("purge-ended"),
+  sessions: element<HTMLTableElement>("sessions"),
+  empty: element("empty"),
+  pane: element("pane"),
+  terminal: element("terminal"),
+  keys: element("keys"),
+};
+
+// ---- messages and badges ----
+
+export function say(text: string, kind: "error" | "info" = "error"): void {
+  ui.message.textContent = text;
+  ui.message.dataset.kind = kind;
+  ui.message.hidden = text === "";
+}
+
+export function showError(error: unknown): void {
+  if (error instanceof PtyBrokerError) say(`${error.code}: ${error.message}`);
+  else say(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+}
+
+/** Runs a user action: clears the previous message, shows any failure. */
+export function act(action: () => Promise<void>): void {
+  say("");
+  action().catch(showError);
+}
+
+const STATE_TEXT: Record<string, string> = {
+  idle: "not attached",
+  connecting: "connecting…",
+  open: "connected",
+  reconnecting: "reconnecting…",
+  closed: "closed",
+};
+
+export function setStatus(state: string, text = STATE_TEXT[state] ?? state): void {
+  ui.status.dataset.state = state;
+  ui.status.textContent = text;
+  ui.status.title = text;
+}
+
+/** How an ended session reads: its exit, and what ended it when that was not the process itself. */
+export function exitText(status: string, exitCode: number | null, signal: string | null, reason: EndReason | null): string {
+  if (status !== "exited") return status; // lost, failed
+  const how = exitCode !== null ? `code ${exitCode}` : (signal ?? "signal");
+  return reason && reason !== "exit" ? `exited (${how}, ${reason})` : `exited (${how})`;
+}
+
+export function isEnded(session: Session): boolean {
+  return session.status === "exited" || session.status === "lost" || session.status === "failed";
+}
