@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MAX_RUN_OUTPUT_BYTES } from "../../shared/agent.js";
-import type { ShellMark } from "../../shared/terminal-text.js";
+import type { ShellMark } from "../../shared/shell-marks.js";
 import { installShellIntegration } from "./shell-integration.js";
 import { TestShell, until } from "./shell.test-kit.js";
 

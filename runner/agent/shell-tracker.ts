@@ -8,7 +8,8 @@
 // the prompt like a person would, answered with their exit code and clean output.
 import { MAX_RUN_OUTPUT_BYTES } from "../../shared/agent.js";
 import { MAX_COMMAND_TEXT, type RunnerLinkMessage } from "../../shared/protocol.js";
-import { type ShellMark, ShellMarkScanner, TextStripper } from "../../shared/terminal-text.js";
+import { type ShellMark, ShellMarkScanner } from "../../shared/shell-marks.js";
+import { TextStripper } from "../../shared/text-stripper.js";
 import { utf8ByteLength } from "../../shared/utf8.js";
 import type { ScreenPosition, TerminalScreen } from "./screen.js";
 

@@ -4,7 +4,7 @@
 // link collected. No mocks.
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import type { RunnerLinkMessage } from "../../shared/protocol.js";
-import { type ShellMark, ShellMarkScanner } from "../../shared/terminal-text.js";
+import { type ShellMark, ShellMarkScanner } from "../../shared/shell-marks.js";
 import { AgentHost } from "./agent-host.js";
 import type { OutputLog } from "../log/output-log.js";
 import { type PtyExit, type PtyProcess, spawnPty } from "../process/pty.js";

@@ -8,7 +8,8 @@
 import type { ExpectResult } from "../../shared/agent.js";
 import { type ErrorCode, type Failure, fail } from "../../shared/errors.js";
 import type { ServerMessage } from "../../shared/protocol.js";
-import { ExpectMatcher, ShellMarkScanner } from "../../shared/terminal-text.js";
+import { ExpectMatcher } from "../../shared/expect-matcher.js";
+import { ShellMarkScanner } from "../../shared/shell-marks.js";
 import type { Subscriber } from "../clients/subscribers.js";
 import type { ExpectQuery } from "../rpc.js";
 

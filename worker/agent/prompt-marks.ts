@@ -4,7 +4,7 @@
 // §3, "Agents": it never matches the echoed command line). The newest marks are kept in storage
 // with the offset, so an `expect` after hibernation still knows that its `from` lies in a
 // command line.
-import { type ShellMark, ShellMarkScanner } from "../../shared/terminal-text.js";
+import { type ShellMark, ShellMarkScanner } from "../../shared/shell-marks.js";
 
 /** Marks kept: enough to place a `from` a few commands back. */
 const KEPT = 64;

@@ -11,7 +11,7 @@ import { type Env, limits, sessionStub, tenantStub } from "../env.js";
 import { createSession } from "./session-create.js";
 import type { OutputRange } from "../rpc.js";
 import type { ScreenSnapshot } from "../../shared/agent.js";
-import { ExpectMatcher } from "../../shared/terminal-text.js";
+import { ExpectMatcher } from "../../shared/expect-matcher.js";
 import {
   CommandsQuery,
   ConnectQuery,
