@@ -3,7 +3,7 @@
 // start their own.
 import type { TestProject } from "vitest/node";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { waitForRunners } from "./harness.js";
+import { waitForRunners } from "./stack-kit.js";
 import { type RedisServer, startRedis } from "./redis-server.js";
 
 export const TENANTS = { acme: "acme-key-e2e", globex: "globex-key-e2e" } as const;
