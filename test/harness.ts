@@ -1,80 +1,14 @@
-// Helpers for end-to-end tests, in one import: the REST client (rest-client.ts), the WebSocket
-// terminal client (term-client.ts), event stream readers (event-stream.ts), processes seen
-// through /proc (processes.ts), stacks of a suite's own and their teardown (stack-kit.ts,
-// cleanup.ts, shared-stack.ts), and here the small ones: terminal text, screens, deadline-bound
-// waits driven by events (never fixed sleeps), digests.
-import { createHash } from "node:crypto";
-import headless from "@xterm/headless";
-
+// Helpers for end-to-end tests, in one import. Each lives in a module of its concern:
+// rest-client.ts (Api, fetchOutput), term-client.ts (the WebSocket terminal client),
+// event-stream.ts (SSE readers), terminal-text.ts (escapes, screens, lines, digests), waits.ts
+// (deadline-bound polling), processes.ts (/proc), stack-kit.ts (stacks of a suite's own),
+// cleanup.ts (a suite's teardown) and shared-stack.ts (a suite on the shared stack).
 export { Api, type ApiResponse, fetchOutput } from "./rest-client.js";
-export { type OutputFrame, TermClient, type TimelineEntry } from "./term-client.js";
+export { type OutputFrame, TermClient, type TermClientOptions, type TimelineEntry } from "./term-client.js";
 export { EventStreamClient, type SseMessage, SseClient, tenantEvents } from "./event-stream.js";
+export { line, renderScreen, sha256, stripEscapes } from "./terminal-text.js";
+export { until } from "./waits.js";
 export { alive, commandOf, liveSessionProcesses, parentPid } from "./processes.js";
-export { listRunners, waitForRunners } from "./stack-kit.js";
-
-/**
- * Terminal text as the contract defines it for `expect` and `run` (DESIGN §10), written here on
- * its own (not the implementation's): escape sequences removed (CSI, OSC up to BEL or ST, DCS/
- * SOS/PM/APC up to ST, and two-byte escapes), `\r\n` read as `\n`. Enough for the tests'
- * own output; not a terminal.
- */
-export function stripEscapes(text: string): string {
-  /* eslint-disable no-control-regex -- escape sequences are what is removed */
-  return text
-    .replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, "")
-    .replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, "")
-    .replace(/\x1b[PX^_][^\x1b]*\x1b\\/g, "")
-    .replace(/\x1b[()*+][0-9A-Za-z]/g, "")
-    .replace(/\x1b[ -/]*[0-~]/g, "")
-    .replaceAll("\r\n", "\n");
-  /* eslint-enable no-control-regex */
-}
-
-/** What a terminal of `cols`×`rows` shows after reading `bytes` from empty (@xterm/headless). */
-export async function renderScreen(
-  bytes: Uint8Array,
-  cols: number,
-  rows: number,
-): Promise<{ lines: string[]; alternate: boolean; cursor: { x: number; y: number }; title: string | null }> {
-  const term = new headless.Terminal({ cols, rows, allowProposedApi: true, scrollback: 0 });
-  let title: string | null = null;
-  term.onTitleChange((t) => {
-    title = t;
-  });
-  try {
-    await new Promise<void>((resolve) => term.write(bytes, resolve));
-    const buffer = term.buffer.active;
-    const lines: string[] = [];
-    // translateToString(true) keeps spaces that were written: trailing spaces go, as in `lines`.
-    for (let y = 0; y < rows; y++) {
-      lines.push((buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? "").replace(/ +$/, ""));
-    }
-    return { lines, alternate: buffer.type === "alternate", cursor: { x: buffer.cursorX, y: buffer.cursorY }, title };
-  } finally {
-    term.dispose();
-  }
-}
-
-/**
- * `text` as a whole line of terminal output. A line starts after \n or \r: bash's
- * bracketed-paste mode ends the echoed command with `\e[?2004l\r` before the output.
- */
-export function line(text: string): RegExp {
-  // A line starts after a line break, or after the shell's OSC 133 C mark (a command's output starts there).
-  return new RegExp(`(?:[\r\n]|\x1b\\]133;C\x07)${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\r\n`);
-}
-
-/** Resolves when `check` returns a value other than undefined/false; polls with a deadline. */
-export async function until<T>(check: () => T | Promise<T>, deadlineMs: number, what: string): Promise<NonNullable<T>> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false && value !== null) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-export function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
+export { type SuiteCleanupOptions, SuiteCleanup } from "./cleanup.js";
+export { listRunners, type SuiteRunner, type SuiteStack, type SuiteStackOptions, startSuiteStack, waitForRunners } from "./stack-kit.js";
+export { onSharedStack, type SharedStackSuite } from "./shared-stack.js";

@@ -26,6 +26,13 @@ const ACK_EVERY_BYTES = 256 * 1024;
 /** Text kept for matching output as it arrives; patterns waited for are far shorter. */
 const RECENT_CHARS = 64 * 1024;
 
+/** How a TermClient connects: `query` (`from=`, `mode=raw`...), subprotocols, and whether it acknowledges (default yes). */
+export interface TermClientOptions {
+  query?: string;
+  protocols?: string[];
+  ack?: boolean;
+}
+
 /**
  * A terminal client over the public WebSocket, framed mode unless `raw`. Output of both streams
  * (0x01 and 0x03 frames: one offset space) is kept merged in `output`, in the order it came;
@@ -65,12 +72,7 @@ export class TermClient {
   private acked = 0;
   private readonly autoAck: boolean;
 
-  constructor(
-    url: string,
-    sessionId: string,
-    key: string,
-    options: { query?: string; protocols?: string[]; ack?: boolean } = {},
-  ) {
+  constructor(url: string, sessionId: string, key: string, options: TermClientOptions = {}) {
     this.autoAck = options.ack ?? true;
     const wsUrl = `${url.replace(/^http/, "ws")}/v1/sessions/${sessionId}/connect${options.query ? `?${options.query}` : ""}`;
     this.socket = new WebSocket(wsUrl, options.protocols ?? [], { headers: { authorization: `Bearer ${key}` } });

@@ -1,0 +1,40 @@
+// A suite on the shared stack (test/global-setup.ts): its edge's URL, tenant acme's REST client,
+// and a cleanup that ends the suite's clients and purges its sessions after the file.
+import { inject } from "vitest";
+import type { Session } from "../shared/session.js";
+import { SuiteCleanup, type SuiteCleanupOptions } from "./cleanup.js";
+import { TENANTS } from "./global-setup.js";
+import { Api } from "./rest-client.js";
+import { TermClient, type TermClientOptions } from "./term-client.js";
+
+export interface SharedStackSuite {
+  /** The shared edge. */
+  url: string;
+  /** Tenant acme on the shared edge. */
+  api: Api;
+  cleanup: SuiteCleanup;
+  /** A session created with `on` (acme by default), purged after the file. */
+  session(body?: Record<string, unknown>, on?: Api): Promise<Session>;
+  /** A client of the shared edge (acme's key by default), ended after the file. */
+  connect(id: string, options?: TermClientOptions, key?: string): TermClient;
+}
+
+/** Call at a suite file's top level: the cleanup's afterAll is the file's. */
+export function onSharedStack(options: SuiteCleanupOptions = {}): SharedStackSuite {
+  const url = inject("edgeUrl");
+  const api = new Api(url, TENANTS.acme);
+  const cleanup = new SuiteCleanup(options);
+  return {
+    url,
+    api,
+    cleanup,
+    async session(body = {}, on = api) {
+      const s = await on.create(body);
+      cleanup.session(on, s.id);
+      return s;
+    },
+    connect(id, clientOptions = {}, key = TENANTS.acme) {
+      return cleanup.client(new TermClient(url, id, key, clientOptions));
+    },
+  };
+}
