@@ -17,6 +17,8 @@ export interface SharedStackSuite {
   session(body?: Record<string, unknown>, on?: Api): Promise<Session>;
   /** A client of the shared edge (acme's key by default), ended after the file. */
   connect(id: string, options?: TermClientOptions, key?: string): TermClient;
+  /** Sessions of acme made some other way (the SDK, the CLI, a page), purged after the file. */
+  purgeLater(...ids: string[]): void;
 }
 
 /** Call at a suite file's top level: the cleanup's afterAll is the file's. */
@@ -35,6 +37,9 @@ export function onSharedStack(options: SuiteCleanupOptions = {}): SharedStackSui
     },
     connect(id, clientOptions = {}, key = TENANTS.acme) {
       return cleanup.client(new TermClient(url, id, key, clientOptions));
+    },
+    purgeLater(...ids) {
+      for (const id of ids) cleanup.session(api, id);
     },
   };
 }
