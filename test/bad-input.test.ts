@@ -6,8 +6,7 @@ import { TENANTS } from "./global-setup.js";
 import { Api, line, onSharedStack } from "./harness.js";
 
 const suite = onSharedStack({ clients: "close" });
-const { url, api: acme } = suite;
-const globex = new Api(url, TENANTS.globex);
+const { url, api: acme, globex } = suite;
 let s: Session;
 
 const invalid = { error: { code: "INVALID_REQUEST", message: expect.any(String) } };

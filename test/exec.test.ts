@@ -4,14 +4,14 @@
 // `pty: false` session whose id stays readable and replayable and which counts toward the
 // tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
 import { chmodSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import type { ExecResult, Session } from "../shared/session.js";
-import { SHARED_RETAIN_BYTES, TENANTS } from "./global-setup.js";
+import { SHARED_RETAIN_BYTES } from "./global-setup.js";
 import {
   Api,
+  SHARED_WORKSPACE as WORKSPACE,
   type ApiResponse,
   SuiteCleanup,
   alive,
@@ -23,11 +23,8 @@ import {
 } from "./harness.js";
 
 const suite = onSharedStack();
-const { url, api: acme } = suite;
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
-const globex = new Api(url, TENANTS.globex);
-/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
-const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 const MiB = 1 << 20;
 
 /**

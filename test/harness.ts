@@ -11,4 +11,4 @@ export { until } from "./waits.js";
 export { alive, commandOf, liveSessionProcesses, parentPid } from "./processes.js";
 export { type SuiteCleanupOptions, SuiteCleanup } from "./cleanup.js";
 export { listRunners, type SuiteRunner, type SuiteStack, type SuiteStackOptions, startSuiteStack, waitForRunners } from "./stack-kit.js";
-export { onSharedStack, type SharedStackSuite } from "./shared-stack.js";
+export { SHARED_WORKSPACE, onSharedStack, type SharedStackSuite } from "./shared-stack.js";

@@ -3,22 +3,27 @@
 // runner's secrets and is not root; one tenant's session can neither read another tenant's
 // files nor signal its processes; every process a session starts ends with it, also those that
 // left its terminal session (setsid, nohup), on DELETE, on exit, and after a runner crash.
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { statFields } from "../runner/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/session-user.js";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { TENANTS } from "./global-setup.js";
-import { Api, SuiteCleanup, TermClient, alive, commandOf, onSharedStack, until, waitForRunners } from "./harness.js";
+import {
+  Api,
+  SHARED_WORKSPACE as WORKSPACE,
+  SuiteCleanup,
+  TermClient,
+  alive,
+  commandOf,
+  onSharedStack,
+  until,
+  waitForRunners,
+} from "./harness.js";
 
 const suite = onSharedStack({ clients: "close" });
-const { url, api: acme } = suite;
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
 const runnerPid = inject("runnerPid");
-const globex = new Api(url, TENANTS.globex);
-/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
-const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 /** The edge's grace between SIGHUP and the end of everything on DELETE (shared/session.ts). */
 const KILL_GRACE_MS = 2000;
 

@@ -4,7 +4,6 @@
 // closed by `eof` (REST and WebSocket; Ctrl+D on a terminal); what a terminal alone has (resize,
 // screen, run) refused with NOT_A_TTY; and the same boundaries as a terminal's session (tenant's
 // user, no runner secret, roles, tenants, every process ending with the session).
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
 import { describe, expect, inject, it } from "vitest";
@@ -13,6 +12,7 @@ import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
 import {
   Api,
+  SHARED_WORKSPACE as WORKSPACE,
   type OutputFrame,
   SseClient,
   type TermClient,
@@ -26,11 +26,8 @@ import {
 } from "./harness.js";
 
 const suite = onSharedStack();
-const { url, api: acme } = suite;
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
-const globex = new Api(url, TENANTS.globex);
-/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
-const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 
 function session(body: Record<string, unknown>): Promise<Session> {
   return suite.session(body);

@@ -9,11 +9,10 @@ import { spawnPty } from "../runner/pty.js";
 import { toolPath } from "../scripts/test-tools.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, onSharedStack, sha256, until } from "./harness.js";
+import { onSharedStack, sha256, until } from "./harness.js";
 
 const suite = onSharedStack();
-const { url, api: acme } = suite;
-const globex = new Api(url, TENANTS.globex);
+const { url, api: acme, globex } = suite;
 const scratch = suite.cleanup.tempFolder("ptybroker-cast-");
 
 type Header = { version: number; width: number; height: number; timestamp: number };

@@ -22,10 +22,9 @@ import {
 } from "./harness.js";
 
 const suite = onSharedStack();
-const { url, api: acme } = suite;
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
 const tokenSecret = inject("tokenSecret");
-const globex = new Api(url, TENANTS.globex);
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
 function session(api: Api, body: Record<string, unknown> = BASH) {

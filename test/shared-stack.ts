@@ -1,5 +1,7 @@
-// A suite on the shared stack (test/global-setup.ts): its edge's URL, tenant acme's REST client,
-// and a cleanup that ends the suite's clients and purges its sessions after the file.
+// A suite on the shared stack (test/global-setup.ts): its edge's URL, the two tenants' REST
+// clients, and a cleanup that ends the suite's clients and purges its sessions after the file.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { inject } from "vitest";
 import type { Session } from "../shared/session.js";
 import { SuiteCleanup, type SuiteCleanupOptions } from "./cleanup.js";
@@ -7,11 +9,16 @@ import { TENANTS } from "./global-setup.js";
 import { Api } from "./rest-client.js";
 import { TermClient, type TermClientOptions } from "./term-client.js";
 
+/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
+export const SHARED_WORKSPACE = join(tmpdir(), "ptybroker-workspace");
+
 export interface SharedStackSuite {
   /** The shared edge. */
   url: string;
   /** Tenant acme on the shared edge. */
   api: Api;
+  /** Tenant globex on the shared edge (the other tenant). */
+  globex: Api;
   cleanup: SuiteCleanup;
   /** A session created with `on` (acme by default), purged after the file. */
   session(body?: Record<string, unknown>, on?: Api): Promise<Session>;
@@ -29,6 +36,7 @@ export function onSharedStack(options: SuiteCleanupOptions = {}): SharedStackSui
   return {
     url,
     api,
+    globex: new Api(url, TENANTS.globex),
     cleanup,
     async session(body = {}, on = api) {
       const s = await on.create(body);
