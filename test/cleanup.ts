@@ -56,13 +56,11 @@ export class SuiteCleanup {
   }
 
   client<T extends TermClient>(client: T): T {
-    this.clients.add(client);
-    return client;
+    return added(this.clients, client);
   }
 
   stream<T extends EventStreamClient>(stream: T): T {
-    this.streams.add(stream);
-    return stream;
+    return added(this.streams, stream);
   }
 
   /** A session to delete with purge (it may be gone already). */
@@ -71,23 +69,19 @@ export class SuiteCleanup {
   }
 
   proxy<T extends TcpProxy>(proxy: T): T {
-    this.proxies.add(proxy);
-    return proxy;
+    return added(this.proxies, proxy);
   }
 
   runner<T extends ManagedProcess>(runner: T): T {
-    this.runners.add(runner);
-    return runner;
+    return added(this.runners, runner);
   }
 
   edge<T extends Edge>(edge: T): T {
-    this.edges.add(edge);
-    return edge;
+    return added(this.edges, edge);
   }
 
   redis<T extends Stoppable>(redis: T): T {
-    this.redises.add(redis);
-    return redis;
+    return added(this.redises, redis);
   }
 
   orphanSession(sid: number): void {
@@ -156,6 +150,11 @@ export class SuiteCleanup {
     }
     if (failures.length > 0) throw failures[0];
   }
+}
+
+function added<T, U extends T>(set: Set<T>, item: U): U {
+  set.add(item);
+  return item;
 }
 
 /** SIGKILL to one pid (never a group); gone meanwhile is fine. */

@@ -5,20 +5,20 @@
 // runner exits 0. A second SIGTERM skips the wait. This file's own edge and runners.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session } from "../shared/session.js";
-import type { Edge, ManagedProcess } from "../scripts/stack.js";
+import { type Edge, type ManagedProcess, secret } from "../scripts/stack.js";
 import { Api, type SuiteStack, SuiteCleanup, TermClient, line, listRunners, startSuiteStack, until } from "./harness.js";
 
 const KEY = "drain-key";
+const runnerToken = secret();
 const cleanup = new SuiteCleanup();
 let stack: SuiteStack;
 let edge: Edge;
-let runnerToken: string;
 let api: Api;
 
 beforeAll(async () => {
   // The runners start in the tests.
-  stack = await startSuiteStack({ apiKeys: `drainer:${KEY}` }, cleanup);
-  ({ edge, runnerToken } = stack);
+  stack = await startSuiteStack({ apiKeys: `drainer:${KEY}`, runnerToken }, cleanup);
+  edge = stack.edge;
   api = new Api(edge.url, KEY);
 });
 

@@ -1,20 +1,20 @@
 // Placement across runners: no runner answers 503 at once; sessions spread over runners;
 // a runner at capacity gets no more.
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Edge } from "../scripts/stack.js";
+import { type Edge, secret } from "../scripts/stack.js";
 import { Api, type SuiteStack, SuiteCleanup, parentPid, startSuiteStack, waitForRunners } from "./harness.js";
 
 const KEY = "placement-key";
+const runnerToken = secret();
 const cleanup = new SuiteCleanup();
 let stack: SuiteStack;
 let edge: Edge;
-let runnerToken: string;
 let api: Api;
 
 beforeAll(async () => {
   // No runner yet: the first test is about that; the second starts two.
-  stack = await startSuiteStack({ apiKeys: `placer:${KEY}` }, cleanup);
-  ({ edge, runnerToken } = stack);
+  stack = await startSuiteStack({ apiKeys: `placer:${KEY}`, runnerToken }, cleanup);
+  edge = stack.edge;
   api = new Api(edge.url, KEY);
 });
 
