@@ -1,9 +1,9 @@
-// Issue 15, the agent layer (DESIGN §10) on the real stack: `input` answers the offset it was
-// accepted at and applies an Idempotency-Key once; `expect` matches the output from an offset
-// (escapes removed, raw byte offsets back); `run` types a command into a login shell with shell
-// integration and answers its own output and exit code; `commands` lists what the shell ran,
-// typed by anyone, and framed clients hear of each one. Every byte range an answer names is read
-// back with `GET .../output` and compared byte for byte.
+// Issue 15, the agent layer (docs/protocol.md §3, "Agents") on the real stack: `input` answers
+// the offset it was accepted at and applies an Idempotency-Key once; `expect` matches the output
+// from an offset (escapes removed, raw byte offsets back); `run` types a command into a login
+// shell with shell integration and answers its own output and exit code; `commands` lists what
+// the shell ran, typed by anyone, and framed clients hear of each one. Every byte range an answer
+// names is read back with `GET .../output` and compared byte for byte.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { MAX_RUN_OUTPUT_BYTES } from "../shared/agent.js";

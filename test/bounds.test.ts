@@ -1,5 +1,5 @@
-// Every queue a client can fill is bounded (DESIGN §12), attacked end to end on a stack of its
-// own with small limits: lying acks, clients that never ack or never read (framed and raw),
+// Every queue a client can fill is bounded (docs/security.md), attacked end to end on a stack of
+// its own with small limits: lying acks, clients that never ack or never read (framed and raw),
 // slots held by cut or idle clients, concurrent output reads, and input to a process that does
 // not read.
 import { readFileSync } from "node:fs";

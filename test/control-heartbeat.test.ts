@@ -1,6 +1,6 @@
-// Control-socket heartbeat (DESIGN §9): a runner whose control socket goes silent — its network
-// blackholed, no reset, no FIN (test/tcp-proxy.ts) — is noticed by the pool within 30 s: it
-// leaves `GET /internal/runners` (or is listed as not placeable) and, being the only runner,
+// Control-socket heartbeat (docs/protocol.md §6): a runner whose control socket goes silent — its
+// network blackholed, no reset, no FIN (test/tcp-proxy.ts) — is noticed by the pool within 30 s:
+// it leaves `GET /internal/runners` (or is listed as not placeable) and, being the only runner,
 // creates answer 503 NO_RUNNER at once instead of waiting for a spawn that cannot arrive. When
 // the network is back the runner dials again and takes sessions. This file's own edge and runner.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";

@@ -1,8 +1,9 @@
-// Runner drain (DESIGN §9): SIGTERM to a runner stops placements on it at once (the only runner:
-// 503 NO_RUNNER) and `GET /internal/runners` shows it `draining: true`; its live sessions go on
-// (a shell still answers), those that end meanwhile end normally, and when RUNNER_DRAIN_SEC is up
-// the rest end with `reason: "drain"` (a client gets `exit` with that reason, then 4010); the
-// runner exits 0. A second SIGTERM skips the wait. This file's own edge and runners.
+// Runner drain (docs/protocol.md §4; the runner's side in §6): SIGTERM to a runner stops
+// placements on it at once (the only runner: 503 NO_RUNNER) and `GET /internal/runners` shows it
+// `draining: true`; its live sessions go on (a shell still answers), those that end meanwhile end
+// normally, and when RUNNER_DRAIN_SEC is up the rest end with `reason: "drain"` (a client gets
+// `exit` with that reason, then 4010); the runner exits 0. A second SIGTERM skips the wait. This
+// file's own edge and runners.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session } from "../shared/session.js";
 import { type Edge, type ManagedProcess, secret } from "../scripts/stack.js";

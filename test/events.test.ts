@@ -1,8 +1,9 @@
-// The tenant's lifecycle events (DESIGN §9), `GET /v1/events`: one session's life from create to
-// purge as `session.created`, `session.updated` (running), `session.exited`, `session.deleted`,
-// with `id:` one apart; another tenant sees none of them; a resume with Last-Event-ID or
-// `?after=` gets exactly the later events, once; keep-alive comments (SSE_KEEPALIVE_MS made short
-// on this file's own edge) on the events stream and on a session's stream; API key only.
+// The tenant's lifecycle events (docs/protocol.md §3, "Events"), `GET /v1/events`: one session's
+// life from create to purge as `session.created`, `session.updated` (running), `session.exited`,
+// `session.deleted`, with `id:` one apart; another tenant sees none of them; a resume with
+// Last-Event-ID or `?after=` gets exactly the later events, once; keep-alive comments
+// (SSE_KEEPALIVE_MS made short on this file's own edge) on the events stream and on a session's
+// stream; API key only.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session, TenantEvent } from "../shared/session.js";
 import type { Edge } from "../scripts/stack.js";

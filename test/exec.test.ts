@@ -1,8 +1,8 @@
-// Issue 16, `POST /v1/exec` (DESIGN §11) on the real stack: one command run to completion
-// without a terminal, stdin written then closed, stdout and stderr answered apart (together at
-// most maxOutputBytes, the first bytes in output order), a timeout that SIGKILLs; underneath a
-// `pty: false` session whose id stays readable and replayable and which counts toward the
-// tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
+// Issue 16, `POST /v1/exec` (docs/protocol.md §3, "Exec") on the real stack: one command run to
+// completion without a terminal, stdin written then closed, stdout and stderr answered apart
+// (together at most maxOutputBytes, the first bytes in output order), a timeout that SIGKILLs;
+// underneath a `pty: false` session whose id stays readable and replayable and which counts
+// toward the tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, inject, it } from "vitest";

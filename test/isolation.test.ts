@@ -1,4 +1,4 @@
-// Trust boundaries around sessions (DESIGN §12), attacked from inside sessions through the
+// Trust boundaries around sessions (docs/security.md), attacked from inside sessions through the
 // public API, on a runner that is root (as a production host's): a session reads none of the
 // runner's secrets and is not root; one tenant's session can neither read another tenant's
 // files nor signal its processes; every process a session starts ends with it, also those that

@@ -1,6 +1,7 @@
-// Paging of `GET /v1/sessions` (DESIGN §4): `limit` 1..1000 (default 100) and `cursor`, answer
-// `{"sessions", "nextCursor"}` in creation order, `nextCursor` null at the end. 23 sessions
-// tagged for this run, on the shared edge, read 10 at a time: 10, 10, 3, each once, in order.
+// Paging of `GET /v1/sessions` (docs/protocol.md §3): `limit` 1..1000 (default 100) and `cursor`,
+// answer `{"sessions", "nextCursor"}` in creation order, `nextCursor` null at the end. 23
+// sessions tagged for this run, on the shared edge, read 10 at a time: 10, 10, 3, each once, in
+// order.
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Session } from "../shared/session.js";

@@ -1,9 +1,10 @@
-// Issue 16, sessions without a terminal (`pty: false`, DESIGN §11) on the real stack: stdout and
-// stderr kept apart in one offset space (0x01/0x03 frames, `data`/`stderr` SSE events,
-// `output?stream=`), in the order the process wrote them, the same live and replayed; stdin
-// closed by `eof` (REST and WebSocket; Ctrl+D on a terminal); what a terminal alone has (resize,
-// screen, run) refused with NOT_A_TTY; and the same boundaries as a terminal's session (tenant's
-// user, no runner secret, roles, tenants, every process ending with the session).
+// Issue 16, sessions without a terminal (`pty: false`, docs/protocol.md §3, "Processes without a
+// terminal") on the real stack: stdout and stderr kept apart in one offset space (0x01/0x03
+// frames, `data`/`stderr` SSE events, `output?stream=`), in the order the process wrote them, the
+// same live and replayed; stdin closed by `eof` (REST and WebSocket; Ctrl+D on a terminal); what
+// a terminal alone has (resize, screen, run) refused with NOT_A_TTY; and the same boundaries as a
+// terminal's session (tenant's user, no runner secret, roles, tenants, every process ending with
+// the session).
 import { join } from "node:path";
 import WebSocket from "ws";
 import { describe, expect, inject, it } from "vitest";

@@ -1,7 +1,8 @@
-// Issue 16, `GET .../recording` (DESIGN §11) on the real stack: asciicast v2 from the output log,
-// with the times the runner read each chunk, `r` events at resizes, the header's size as it was
-// at the first exported byte, `o` events that concatenate to exactly `GET .../output`, and the
-// real `asciinema cat` printing the same bytes. An 8 MiB log streams in pieces.
+// Issue 16, `GET .../recording` (docs/protocol.md §3, "Recordings") on the real stack: asciicast
+// v2 from the output log, with the times the runner read each chunk, `r` events at resizes, the
+// header's size as it was at the first exported byte, `o` events that concatenate to exactly
+// `GET .../output`, and the real `asciinema cat` printing the same bytes. An 8 MiB log streams in
+// pieces.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";

@@ -1,9 +1,9 @@
-// The output log on a real Redis Cluster, end to end (DESIGN §1, issue 12): an edge (wrangler dev
-// → workerd), a 3-master Redis Cluster started here, and a runner whose REDIS_URL lists the
-// cluster's nodes. Sessions land on every master (each session's stream on the master of its
-// hash tag); what a live framed client received equals, byte for byte, `GET .../output` from 0
-// and a replay from an offset after the session exited. Then the edge restarts (so nothing is
-// served from its replay cache) and a new runner whose REDIS_URL names one node only finds the
+// The output log on a real Redis Cluster, end to end (docs/architecture.md, issue 12): an edge
+// (wrangler dev → workerd), a 3-master Redis Cluster started here, and a runner whose REDIS_URL
+// lists the cluster's nodes. Sessions land on every master (each session's stream on the master
+// of its hash tag); what a live framed client received equals, byte for byte, `GET .../output`
+// from 0 and a replay from an offset after the session exited. Then the edge restarts (so nothing
+// is served from its replay cache) and a new runner whose REDIS_URL names one node only finds the
 // cluster and serves the same history. Everything started here is stopped by PID in afterAll.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";

@@ -1,8 +1,9 @@
-// Who sets the size (DESIGN §5): a session's size follows the writer that typed most recently
-// (tmux's `latest`). A phone-sized writer and a desktop writer on one session: the one that
-// typed last keeps its size while the other re-sends its own; typing makes a client's size the
-// session's; a viewer's resize changes nothing; before anyone typed, a writer's resize applies;
-// REST resize always applies. The size is checked where it matters: `stty size` in the PTY.
+// Who sets the size (docs/protocol.md §5, "Who sets the size"): a session's size follows the
+// writer that typed most recently (tmux's `latest`). A phone-sized writer and a desktop writer on
+// one session: the one that typed last keeps its size while the other re-sends its own; typing
+// makes a client's size the session's; a viewer's resize changes nothing; before anyone typed, a
+// writer's resize applies; REST resize always applies. The size is checked where it matters:
+// `stty size` in the PTY.
 import { describe, expect, it } from "vitest";
 import { Api, TermClient, onSharedStack, startSuiteStack, waitForRunners } from "./harness.js";
 

@@ -62,7 +62,7 @@ export class Api {
     await this.request("DELETE", `/v1/sessions/${id}?purge=true`);
   }
 
-  // ---- the agent layer (DESIGN §10) ----
+  // ---- the agent layer (docs/protocol.md §3, "Agents") ----
 
   /** `POST .../input` as it answers (202 `{bytes, offset}`), with an `Idempotency-Key` when given. */
   inputRequest(

@@ -1,8 +1,9 @@
-// Retention of ended sessions (DESIGN §9): with SESSION_RETAIN_SEC=4 an ended session is purged
-// 4 s after it ended, as by DELETE ?purge=true: GET is 404, it leaves the list, its Redis stream
-// is gone, `session.deleted` is reported, and its id can be created again as a new session whose
-// output starts at 0 with none of the old bytes (and the old session's token does not reach it).
-// This file's own edge, Redis and runner (logging to that Redis), stopped after it.
+// Retention of ended sessions (docs/protocol.md §3, "Retention"; §4, "Timers"): with
+// SESSION_RETAIN_SEC=4 an ended session is purged 4 s after it ended, as by DELETE ?purge=true:
+// GET is 404, it leaves the list, its Redis stream is gone, `session.deleted` is reported, and
+// its id can be created again as a new session whose output starts at 0 with none of the old
+// bytes (and the old session's token does not reach it). This file's own edge, Redis and runner
+// (logging to that Redis), stopped after it.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session, TenantEvent } from "../shared/session.js";
 import type { Edge, ManagedProcess } from "../scripts/stack.js";

@@ -1,7 +1,7 @@
-// Trust between the edge and runners (DESIGN §12), attacked end to end: an impostor holding the
-// shared RUNNER_TOKEN (what a session could once read from the runner's environment) dialling
-// another tenant's session link; runners with per-runner credentials lying about their tenants
-// or reusing another runner's id; and a purged id created again (incarnations).
+// Trust between the edge and runners (docs/security.md), attacked end to end: an impostor holding
+// the shared RUNNER_TOKEN (what a session could once read from the runner's environment) dialling
+// another tenant's session link; runners with per-runner credentials lying about their tenants or
+// reusing another runner's id; and a purged id created again (incarnations).
 import WebSocket from "ws";
 import { describe, expect, inject, it } from "vitest";
 import { type Edge, secret, startEdge, startRunner } from "../scripts/stack.js";

@@ -1,11 +1,12 @@
-// Issue 15, the screen (DESIGN §10, §5, §6) on the real stack: `GET .../screen` as json, text
-// and ansi (the ansi bytes drawn by @xterm/headless must show the json's lines) for a shell, a
-// full-screen program (less) in the alternate screen, a title, an ended session and a session
-// whose runner was SIGKILLed (rebuilt from the Redis log by another runner); `from=screen` over a
-// framed and a raw WebSocket and over SSE on 4 MB of history (a small repaint, then output
-// continuing exactly at its offset, compared byte for byte with `GET .../output`); and
-// `onLag=screen`, a paused framed client on a flood that is moved on (gap, screen, live) rather
-// than cut. The last two run on an edge, Redis and runners of this file's own, stopped by PID.
+// Issue 15, the screen (docs/protocol.md §3, "Agents"; §5; §5b) on the real stack:
+// `GET .../screen` as json, text and ansi (the ansi bytes drawn by @xterm/headless must show the
+// json's lines) for a shell, a full-screen program (less) in the alternate screen, a title, an
+// ended session and a session whose runner was SIGKILLed (rebuilt from the Redis log by another
+// runner); `from=screen` over a framed and a raw WebSocket and over SSE on 4 MB of history (a
+// small repaint, then output continuing exactly at its offset, compared byte for byte with
+// `GET .../output`); and `onLag=screen`, a paused framed client on a flood that is moved on (gap,
+// screen, live) rather than cut. The last two run on an edge, Redis and runners of this file's
+// own, stopped by PID.
 import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { ScreenState } from "../shared/agent.js";
 import type { Session } from "../shared/session.js";

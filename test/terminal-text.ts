@@ -4,10 +4,10 @@ import { createHash } from "node:crypto";
 import headless from "@xterm/headless";
 
 /**
- * Terminal text as the contract defines it for `expect` and `run` (DESIGN §10), written here on
- * its own (not the implementation's): escape sequences removed (CSI, OSC up to BEL or ST, DCS/
- * SOS/PM/APC up to ST, and two-byte escapes), `\r\n` read as `\n`. Enough for the tests'
- * own output; not a terminal.
+ * Terminal text as the contract defines it for `expect` and `run` (docs/protocol.md §3,
+ * "Agents"), written here on its own (not the implementation's): escape sequences removed (CSI,
+ * OSC up to BEL or ST, DCS/SOS/PM/APC up to ST, and two-byte escapes), `\r\n` read as `\n`.
+ * Enough for the tests' own output; not a terminal.
  */
 export function stripEscapes(text: string): string {
   /* eslint-disable no-control-regex -- escape sequences are what is removed */

@@ -1,9 +1,10 @@
-// Session timers (DESIGN §9): `timeoutSec`, `idleTimeoutSec` and `detachedTimeoutSec` end a
-// session as DELETE does (SIGHUP, then SIGKILL after 2 s) with `reason` saying which one fired;
-// PATCH moves them; they hold across an edge restart. Played end to end on the real stack: the
-// shared edge for most, an edge of this file's own (with its Durable Object storage kept in a
-// folder) for the restart. "Still running" is judged after a later event that proves the time
-// passed (another session's timer fired, or the clock passed the point), never by a bare sleep.
+// Session timers (docs/protocol.md §4, "Timers"): `timeoutSec`, `idleTimeoutSec` and
+// `detachedTimeoutSec` end a session as DELETE does (SIGHUP, then SIGKILL after 2 s) with
+// `reason` saying which one fired; PATCH moves them; they hold across an edge restart. Played end
+// to end on the real stack: the shared edge for most, an edge of this file's own (with its
+// Durable Object storage kept in a folder) for the restart. "Still running" is judged after a
+// later event that proves the time passed (another session's timer fired, or the clock passed the
+// point), never by a bare sleep.
 import { describe, expect, it, onTestFailed } from "vitest";
 import type { Session } from "../shared/session.js";
 import { secret, startEdge } from "../scripts/stack.js";
