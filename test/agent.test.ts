@@ -1,37 +1,25 @@
-// Issue 15, the agent layer (DESIGN §10) on the real stack: `input` answers the offset it was
-// accepted at and applies an Idempotency-Key once; `expect` matches the output from an offset
-// (escapes removed, raw byte offsets back); `run` types a command into a login shell with shell
-// integration and answers its own output and exit code; `commands` lists what the shell ran,
-// typed by anyone, and framed clients hear of each one. Every byte range an answer names is read
-// back with `GET .../output` and compared byte for byte.
+// Issue 15, the agent layer (docs/protocol.md §3, "Agents") on the real stack: `input` answers
+// the offset it was accepted at and applies an Idempotency-Key once; `expect` matches the output
+// from an offset (escapes removed, raw byte offsets back); `run` types a command into a login
+// shell with shell integration and answers its own output and exit code; `commands` lists what
+// the shell ran, typed by anyone, and framed clients hear of each one. Every byte range an answer
+// names is read back with `GET .../output` and compared byte for byte.
 import { randomUUID } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MAX_RUN_OUTPUT_BYTES } from "../shared/agent.js";
 import type { Session } from "../shared/session.js";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, fetchOutput, stripEscapes, until } from "./harness.js";
+import { Api, TermClient, fetchOutput, onSharedStack, stripEscapes, until } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const clients: TermClient[] = [];
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.map((id) => api.destroy(id)));
-});
+const suite = onSharedStack();
+const { url, api } = suite;
 
 /** A session; `{}` is the default: `/bin/bash -l` with shell integration. */
-async function session(body: Record<string, unknown> = {}): Promise<Session> {
-  const s = await api.create(body);
-  created.push(s.id);
-  return s;
+function session(body: Record<string, unknown> = {}): Promise<Session> {
+  return suite.session(body);
 }
 
 function connect(id: string, query = "from=0"): TermClient {
-  const client = new TermClient(url, id, TENANTS.acme, { query });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query });
 }
 
 /** The raw output from `from`, once it holds `needle` (polled with a deadline). */

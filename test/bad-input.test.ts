@@ -1,25 +1,18 @@
 // Bad input answers with the right status and code, and changes nothing.
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, line } from "./harness.js";
+import { Api, line, onSharedStack } from "./harness.js";
 
-const url = inject("edgeUrl");
-const acme = new Api(url, TENANTS.acme);
-const globex = new Api(url, TENANTS.globex);
-const clients: TermClient[] = [];
+const suite = onSharedStack({ clients: "close" });
+const { url, api: acme, globex } = suite;
 let s: Session;
 
 const invalid = { error: { code: "INVALID_REQUEST", message: expect.any(String) } };
 
 beforeAll(async () => {
-  s = await acme.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], tags: ["bad-input"] });
-});
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await acme.destroy(s.id);
+  s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"], tags: ["bad-input"] });
 });
 
 async function unchanged(): Promise<void> {
@@ -115,9 +108,8 @@ describe("bad input", () => {
     }
     const list = await globex.request("GET", "/v1/sessions");
     expect(list.body.sessions.map((x: Session) => x.id)).not.toContain(s.id);
-    const socket = new TermClient(url, s.id, TENANTS.globex);
-    const rawSocket = new TermClient(url, s.id, TENANTS.globex, { protocols: ["raw"] });
-    clients.push(socket, rawSocket);
+    const socket = suite.connect(s.id, {}, TENANTS.globex);
+    const rawSocket = suite.connect(s.id, { protocols: ["raw"] }, TENANTS.globex);
     expect(await socket.waitForClose()).toBe(4004);
     expect(socket.messages).toEqual([{ type: "error", code: "NOT_FOUND", message: expect.any(String) }]);
     expect(await rawSocket.waitForClose()).toBe(4004);
@@ -163,8 +155,7 @@ describe("bad input", () => {
     await unchanged();
 
     // The session still works.
-    const client = new TermClient(url, s.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(s.id);
     await client.opened;
     const command = Buffer.from("echo ok-$((2+3))\n");
     const ok = await acme.request("POST", `${base}/input`, { data: command.toString("base64"), encoding: "base64" });
@@ -173,8 +164,7 @@ describe("bad input", () => {
   });
 
   it("answers garbage WebSocket frames with error messages and keeps the session working", async () => {
-    const client = new TermClient(url, s.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(s.id);
     await client.opened;
     await client.waitForMessage((m) => m.type === "live", "live");
     const garbage: (string | Buffer)[] = [

@@ -1,13 +1,12 @@
-// Every queue a client can fill is bounded (DESIGN §12), attacked end to end on a stack of its
-// own with small limits: lying acks, clients that never ack or never read (framed and raw),
+// Every queue a client can fill is bounded (docs/security.md), attacked end to end on a stack of
+// its own with small limits: lying acks, clients that never ack or never read (framed and raw),
 // slots held by cut or idle clients, concurrent output reads, and input to a process that does
 // not read.
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { descendantsNamed } from "../bench/proc.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, TermClient, line, until, waitForRunners } from "./harness.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import type { Edge, ManagedProcess } from "../scripts/stack.js";
+import { Api, SuiteCleanup, TermClient, line, startSuiteStack, until } from "./harness.js";
 
 const KEY = "bounds-key";
 const LAG = 1 << 20;
@@ -16,48 +15,33 @@ const MAX_CLIENTS = 32;
 const STALL_MS = 1500;
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
+const cleanup = new SuiteCleanup();
 let edge: Edge;
 let runner: ManagedProcess;
-let redis: RedisServer;
 let api: Api;
-const clients: TermClient[] = [];
 
 beforeAll(async () => {
-  const runnerToken = secret();
-  [edge, redis] = await Promise.all([
-    startEdge({
+  const stack = await startSuiteStack(
+    {
       apiKeys: `bounded:${KEY}`,
-      runnerToken,
       vars: {
         MAX_CLIENTS_PER_SESSION: String(MAX_CLIENTS),
         MAX_CLIENT_LAG_BYTES: String(LAG),
         CLIENT_STALL_MS: String(STALL_MS),
         MAX_OUTPUT_READS: "2",
       },
-    }),
-    startRedis(),
-  ]);
-  runner = startRunner({
-    brokerUrl: edge.url,
-    runnerToken,
-    runnerId: "bounds-runner",
-    env: { REDIS_URL: redis.url, OUTPUT_RETAIN_BYTES: String(16 << 20) },
-  });
-  await waitForRunners(edge.url, runnerToken, 1);
+      redis: true,
+      runners: [{ runnerId: "bounds-runner", env: { OUTPUT_RETAIN_BYTES: String(16 << 20) } }],
+    },
+    cleanup,
+  );
+  edge = stack.edge;
+  [runner] = stack.runners;
   api = new Api(edge.url, KEY);
 });
 
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await runner?.stop();
-  await edge?.stop();
-  await redis?.stop();
-});
-
 function connect(id: string, key: string, options: { query?: string; ack?: boolean } = {}): TermClient {
-  const client = new TermClient(edge.url, id, key, options);
-  clients.push(client);
-  return client;
+  return cleanup.client(new TermClient(edge.url, id, key, options));
 }
 
 async function viewerToken(id: string): Promise<string> {

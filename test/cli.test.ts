@@ -1,26 +1,23 @@
 // The `ptybroker` CLI in a real terminal: tmux panes driven with send-keys and read with
 // capture-pane, or with pipe-pane where every byte the CLI prints must be checked.
 import { execFile, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { freePort, ROOT } from "../scripts/stack.js";
 import { toolPath } from "../scripts/test-tools.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, fetchOutput, liveSessionProcesses, until } from "./harness.js";
-import { startProxy, type TcpProxy } from "./tcp-proxy.js";
+import { fetchOutput, liveSessionProcesses, onSharedStack, until } from "./harness.js";
+import { startProxy } from "./tcp-proxy.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
+const suite = onSharedStack();
+const { url, api, cleanup } = suite;
 const CLI = join(ROOT, "bin/ptybroker.js");
 const SOCKET = `ptyb-cli-test-${process.pid}`;
 /** tmux, found or provided by npm test's pretest step (scripts/test-tools.ts). */
 const TMUX = toolPath("tmux");
-const dir = mkdtempSync(join(tmpdir(), "ptyb-cli-"));
-const sessions: string[] = [];
-const proxies: TcpProxy[] = [];
+const dir = cleanup.tempFolder("ptyb-cli-");
 let tmuxStarted = false;
 
 function tmux(...args: string[]): string {
@@ -116,7 +113,8 @@ function read(file: string, encoding: BufferEncoding = "utf8"): string {
   }
 }
 
-afterAll(async () => {
+// The tmux server goes first; then the sessions, the proxies and the folder.
+cleanup.first(() => {
   if (tmuxStarted) {
     try {
       tmux("kill-server");
@@ -124,16 +122,13 @@ afterAll(async () => {
       // already gone
     }
   }
-  await Promise.all(sessions.map((id) => api.destroy(id)));
-  await Promise.all(proxies.map((p) => p.close()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe("ptybroker CLI", () => {
   it("run, resize, detach, ls, logs and attach again, then the remote exit code", async () => {
     pane("run", `node ${CLI} run --label cli-test ${BASH}; echo CLI-EXIT=$?; stty -a; exec sleep 300`);
     const id = (await waitForScreen("run", /\[ptybroker: session ([\w-]+)\]/))[1];
-    sessions.push(id);
+    suite.purgeLater(id);
 
     keys("run", "echo $((6*7))-cli", "Enter");
     await waitForScreen("run", /^42-cli$/m);
@@ -172,7 +167,7 @@ describe("ptybroker CLI", () => {
 
   it("restores the terminal when the CLI itself is killed, and leaves the session running", async () => {
     const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
-    sessions.push(s.id);
+    suite.purgeLater(s.id);
     pane("killed", `node ${CLI} attach ${s.id}; echo CLI-EXIT=$?; stty -a; exec sleep 300`);
     await waitForScreen("killed", /\$ $/m); // the remote bash's prompt: sessions do not run as root
     // The pane runs sh, and sh runs the CLI: the one process this test signals.
@@ -189,7 +184,7 @@ describe("ptybroker CLI", () => {
 
   it("detached from inside vim, the local terminal leaves the alternate screen and vim's modes; vim keeps running", async () => {
     const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
-    sessions.push(s.id);
+    suite.purgeLater(s.id);
     pane("vim", `node ${CLI} attach ${s.id}; echo CLI-EXIT=$?; exec sleep 300`);
     await waitForScreen("vim", /\$ $/m);
     keys("vim", "echo before-$((2*3))-vim", "Enter");
@@ -215,7 +210,7 @@ describe("ptybroker CLI", () => {
 
   it("the session ending under vim (SIGKILL: vim restores nothing), or the CLI killed under vim: the terminal is restored either way", async () => {
     const [ends, killed] = await Promise.all([api.create({ command: VIM[0], args: VIM.slice(1) }), api.create({ command: VIM[0], args: VIM.slice(1) })]);
-    sessions.push(ends.id, killed.id);
+    suite.purgeLater(ends.id, killed.id);
     pane("vim-ends", `node ${CLI} attach ${ends.id}; echo CLI-EXIT=$?; exec sleep 300`);
     pane("vim-killed", `node ${CLI} attach ${killed.id}; echo CLI-EXIT=$?; exec sleep 300`);
     await Promise.all([waitForVimModes("vim-ends"), waitForVimModes("vim-killed")]);
@@ -237,7 +232,7 @@ describe("ptybroker CLI", () => {
 
   it("rides out dropped and silent networks: every byte printed once, typed input kept", async () => {
     const proxy = await startProxy(Number(new URL(url).port));
-    proxies.push(proxy);
+    cleanup.proxy(proxy);
     const gate = join(dir, "gate");
     const printed = join(dir, "printed");
     const notes = join(dir, "notes");
@@ -252,7 +247,7 @@ describe("ptybroker CLI", () => {
     tmux("pipe-pane", "-t", "net", "-o", `cat > ${printed}`);
     execFileSync("sh", ["-c", `echo go > ${gate}`]);
     const id = (await until(() => read(notes).match(/session ([\w-]+)/), 15_000, "session id"))[1];
-    sessions.push(id);
+    suite.purgeLater(id);
     const text = () => read(printed, "latin1");
     const wait = (check: () => unknown, deadlineMs: number, what: string) =>
       until(check, deadlineMs, what).catch(async (error: Error) => {
@@ -361,7 +356,7 @@ describe("ptybroker events", () => {
         },
       );
       const s = await api.create({ command: "/bin/true", label: "cli-events" });
-      sessions.push(s.id);
+      suite.purgeLater(s.id);
       const created = await until(
         () => json.lines().map((l) => JSON.parse(l)).find((e) => e.type === "session.created" && e.session.id === s.id),
         15_000,
@@ -420,7 +415,7 @@ describe("ptybroker exec and record", () => {
     expect(slow.code).toBe(124);
     const timedOut = slow.err.match(/^\[ptybroker: timed out after 1 s and killed \(session ([\w-]+)\)\]\n$/);
     expect(timedOut, slow.err).not.toBeNull();
-    sessions.push(timedOut?.[1] ?? "");
+    suite.purgeLater(timedOut?.[1] ?? "");
   });
 
   it("exec: 128 + n for a signal; --stdin-file; --json answers the whole result; a bad flag or a missing file is said so", async () => {
@@ -435,7 +430,7 @@ describe("ptybroker exec and record", () => {
     expect(json.code).toBe(4);
     expect(json.err).toBe("");
     const result = JSON.parse(json.out) as { id: string };
-    sessions.push(result.id);
+    suite.purgeLater(result.id);
     expect(result).toMatchObject({ exitCode: 4, signal: null, stdout: "from a file €\n", stderr: "e\n", truncated: false, timedOut: false });
     expect((await api.get(result.id)).pty).toBe(false);
 
@@ -448,7 +443,7 @@ describe("ptybroker exec and record", () => {
 
   it("record: the session's asciicast on stdout, o events equal to its output", async () => {
     const s = await api.create({ command: "/bin/sh", args: ["-c", "printf 'rec €\\n'"] });
-    sessions.push(s.id);
+    suite.purgeLater(s.id);
     const ended = await until(async () => ((await api.get(s.id)).status === "exited" ? api.get(s.id) : undefined), 15_000, "the exit");
     const { stdout } = await cli(["record", s.id]);
     const [header, ...events] = stdout.toString("utf8").trimEnd().split("\n").map((text) => JSON.parse(text) as unknown);
@@ -461,7 +456,7 @@ describe("ptybroker exec and record", () => {
 
   it("record --from --to: that byte range; a pty: false session's stdout and stderr in output order; an unknown id is NOT_FOUND with nothing on stdout", async () => {
     const s = await api.create({ pty: false, command: "/bin/sh", args: ["-c", "echo one; echo two >&2; echo three"] });
-    sessions.push(s.id);
+    suite.purgeLater(s.id);
     await until(async () => (await api.get(s.id)).status === "exited", 15_000, "the exit");
     const output = (await fetchOutput(api, s.id, 0)).bytes;
     // Two pipes are read apart: their lines may come in either order, and the log keeps the one they came in.

@@ -1,12 +1,12 @@
-// Control-socket heartbeat (DESIGN §9): a runner whose control socket goes silent — its network
-// blackholed, no reset, no FIN (test/tcp-proxy.ts) — is noticed by the pool within 30 s: it
-// leaves `GET /internal/runners` (or is listed as not placeable) and, being the only runner,
+// Control-socket heartbeat (docs/protocol.md §6): a runner whose control socket goes silent — its
+// network blackholed, no reset, no FIN (test/tcp-proxy.ts) — is noticed by the pool within 30 s:
+// it leaves `GET /internal/runners` (or is listed as not placeable) and, being the only runner,
 // creates answer 503 NO_RUNNER at once instead of waiting for a spawn that cannot arrive. When
 // the network is back the runner dials again and takes sessions. This file's own edge and runner.
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, listRunners, until } from "./harness.js";
-import { type TcpProxy, startProxy } from "./tcp-proxy.js";
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { type Edge, type ManagedProcess, secret } from "../scripts/stack.js";
+import { Api, SuiteCleanup, listRunners, startSuiteStack, until } from "./harness.js";
+import type { TcpProxy } from "./tcp-proxy.js";
 
 const KEY = "heartbeat-key";
 const RUNNER_ID = "silent-runner";
@@ -14,22 +14,22 @@ const RUNNER_ID = "silent-runner";
 const NOTICE_MS = 30_000;
 const SLACK_MS = 5_000;
 const runnerToken = secret();
+const cleanup = new SuiteCleanup();
 let edge: Edge;
 let proxy: TcpProxy;
 let runner: ManagedProcess;
 let api: Api;
 
 beforeAll(async () => {
-  edge = await startEdge({ apiKeys: `hearts:${KEY}`, runnerToken });
-  proxy = await startProxy(edge.port);
-  runner = startRunner({ brokerUrl: proxy.url, runnerToken, runnerId: RUNNER_ID });
+  // The runner dials through a proxy, whose network can go silent; the test waits for it itself.
+  const stack = await startSuiteStack(
+    { apiKeys: `hearts:${KEY}`, runnerToken, viaProxy: true, runners: [{ runnerId: RUNNER_ID }], waitForRunners: false },
+    cleanup,
+  );
+  edge = stack.edge;
+  proxy = stack.proxy as TcpProxy;
+  [runner] = stack.runners;
   api = new Api(edge.url, KEY);
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  await runner?.stop();
-  await edge?.stop();
 });
 
 /** Listed and placeable: present, not draining, not marked otherwise unplaceable. */

@@ -3,19 +3,19 @@
 // makes chromium send a preflight first; a page on an origin not listed is blocked by the
 // browser. The pages are served by a tiny HTTP server on other ports (other origins) than the
 // edge's, which runs with CORS_ORIGINS set to the first page's origin.
-import { type Server, createServer } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Edge } from "../scripts/stack.js";
 import { launchChromium } from "./browser.js";
-import { Api, fetchOutput, until, waitForRunners } from "./harness.js";
+import { Api, SuiteCleanup, fetchOutput, startSuiteStack, until } from "./harness.js";
 
 const KEY = "cors-key";
+// The browser goes first, the page servers last.
+const cleanup = new SuiteCleanup();
 let edge: Edge;
-let runner: ManagedProcess;
 let browser: Browser;
-const servers: Server[] = [];
 let allowedOrigin: string;
 let otherOrigin: string;
 
@@ -25,7 +25,7 @@ async function pageServer(): Promise<string> {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
     res.end("<!doctype html><title>cors page</title><p>another origin</p>");
   });
-  servers.push(server);
+  cleanup.last(() => server.close());
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
@@ -33,18 +33,16 @@ async function pageServer(): Promise<string> {
 beforeAll(async () => {
   allowedOrigin = await pageServer();
   otherOrigin = await pageServer();
-  const runnerToken = secret();
-  edge = await startEdge({ apiKeys: `acme:${KEY}`, runnerToken, vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example` } });
-  runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "cors-runner" });
-  await waitForRunners(edge.url, runnerToken, 1);
+  ({ edge } = await startSuiteStack(
+    {
+      apiKeys: `acme:${KEY}`,
+      vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example` },
+      runners: [{ runnerId: "cors-runner" }],
+    },
+    cleanup,
+  ));
   browser = await launchChromium();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await runner?.stop();
-  await edge?.stop();
-  for (const server of servers) server.close();
+  cleanup.first(() => browser.close());
 });
 
 async function openPage(origin: string): Promise<Page> {

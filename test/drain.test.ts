@@ -1,34 +1,30 @@
-// Runner drain (DESIGN §9): SIGTERM to a runner stops placements on it at once (the only runner:
-// 503 NO_RUNNER) and `GET /internal/runners` shows it `draining: true`; its live sessions go on
-// (a shell still answers), those that end meanwhile end normally, and when RUNNER_DRAIN_SEC is up
-// the rest end with `reason: "drain"` (a client gets `exit` with that reason, then 4010); the
-// runner exits 0. A second SIGTERM skips the wait. This file's own edge and runners.
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+// Runner drain (docs/protocol.md §4; the runner's side in §6): SIGTERM to a runner stops
+// placements on it at once (the only runner: 503 NO_RUNNER) and `GET /internal/runners` shows it
+// `draining: true`; its live sessions go on (a shell still answers), those that end meanwhile end
+// normally, and when RUNNER_DRAIN_SEC is up the rest end with `reason: "drain"` (a client gets
+// `exit` with that reason, then 4010); the runner exits 0. A second SIGTERM skips the wait. This
+// file's own edge and runners.
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session } from "../shared/session.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, TermClient, line, listRunners, until } from "./harness.js";
+import { type Edge, type ManagedProcess, secret } from "../scripts/stack.js";
+import { Api, type SuiteStack, SuiteCleanup, TermClient, line, listRunners, startSuiteStack, until } from "./harness.js";
 
 const KEY = "drain-key";
 const runnerToken = secret();
+const cleanup = new SuiteCleanup();
+let stack: SuiteStack;
 let edge: Edge;
 let api: Api;
-const runners = new Set<ManagedProcess>();
-const clients: TermClient[] = [];
 
 beforeAll(async () => {
-  edge = await startEdge({ apiKeys: `drainer:${KEY}`, runnerToken });
+  // The runners start in the tests.
+  stack = await startSuiteStack({ apiKeys: `drainer:${KEY}`, runnerToken }, cleanup);
+  edge = stack.edge;
   api = new Api(edge.url, KEY);
 });
 
-afterAll(async () => {
-  for (const c of clients) c.socket.terminate();
-  await Promise.all([...runners].map((r) => r.stop()));
-  await edge?.stop();
-});
-
 function launch(runnerId: string, drainSec: number): ManagedProcess {
-  const runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId, env: { RUNNER_DRAIN_SEC: String(drainSec) } });
-  runners.add(runner);
+  const runner = stack.startRunner({ runnerId, env: { RUNNER_DRAIN_SEC: String(drainSec) } });
   onTestFailed(() => {
     console.error(`---- ${runnerId} (pid ${runner.pid}) ----\n${runner.output().slice(-5000)}`);
     console.error(`---- edge ----\n${edge.output().slice(-3000)}`);
@@ -67,8 +63,7 @@ describe("runner drain", () => {
     expect(shell.status).toBe("running");
     const quitter = await api.create({ id: "quits-meanwhile", command: "/bin/sh", args: ["-c", "read line; exit 5"] });
     expect(quitter.status).toBe("running");
-    const client = new TermClient(edge.url, shell.id, KEY);
-    clients.push(client);
+    const client = cleanup.client(new TermClient(edge.url, shell.id, KEY));
     await client.waitForMessage((m) => m.type === "hello", "hello");
     client.send("echo before-$((6*7))\n");
     await client.waitForOutput(line("before-42"));

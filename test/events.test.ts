@@ -1,22 +1,21 @@
-// The tenant's lifecycle events (DESIGN §9), `GET /v1/events`: one session's life from create to
-// purge as `session.created`, `session.updated` (running), `session.exited`, `session.deleted`,
-// with `id:` one apart; another tenant sees none of them; a resume with Last-Event-ID or
-// `?after=` gets exactly the later events, once; keep-alive comments (SSE_KEEPALIVE_MS made short
-// on this file's own edge) on the events stream and on a session's stream; API key only.
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+// The tenant's lifecycle events (docs/protocol.md §3, "Events"), `GET /v1/events`: one session's
+// life from create to purge as `session.created`, `session.updated` (running), `session.exited`,
+// `session.deleted`, with `id:` one apart; another tenant sees none of them; a resume with
+// Last-Event-ID or `?after=` gets exactly the later events, once; keep-alive comments
+// (SSE_KEEPALIVE_MS made short on this file's own edge) on the events stream and on a session's
+// stream; API key only.
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session, TenantEvent } from "../shared/session.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, EventStreamClient, listRunners, tenantEvents, until } from "./harness.js";
+import type { Edge } from "../scripts/stack.js";
+import { Api, EventStreamClient, SuiteCleanup, startSuiteStack, tenantEvents } from "./harness.js";
 
 const A = { tenant: "eventful", key: "events-key-a" };
 const B = { tenant: "bystander", key: "events-key-b" };
 const KEEPALIVE_MS = 1000;
-const runnerToken = secret();
+const cleanup = new SuiteCleanup();
 let edge: Edge;
-let runner: ManagedProcess;
 let apiA: Api;
 let apiB: Api;
-const streams: EventStreamClient[] = [];
 /** Tenant A's stream from before its first event, kept open for the whole file. */
 let all: EventStreamClient;
 let bStream: EventStreamClient;
@@ -24,27 +23,20 @@ let bStream: EventStreamClient;
 type Ev = TenantEvent & { id: string | undefined; event: string };
 
 beforeAll(async () => {
-  edge = await startEdge({
-    apiKeys: `${A.tenant}:${A.key},${B.tenant}:${B.key}`,
-    runnerToken,
-    vars: { SSE_KEEPALIVE_MS: String(KEEPALIVE_MS) },
-  });
-  runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "events-runner" });
-  await until(async () => (await listRunners(edge.url, runnerToken)).length === 1, 30_000, "the runner");
+  ({ edge } = await startSuiteStack(
+    {
+      apiKeys: `${A.tenant}:${A.key},${B.tenant}:${B.key}`,
+      vars: { SSE_KEEPALIVE_MS: String(KEEPALIVE_MS) },
+      runners: [{ runnerId: "events-runner" }],
+    },
+    cleanup,
+  ));
   apiA = new Api(edge.url, A.key);
   apiB = new Api(edge.url, B.key);
 });
 
-afterAll(async () => {
-  for (const s of streams) s.close();
-  await runner?.stop();
-  await edge?.stop();
-});
-
 function open(key: string, options: { lastEventId?: string; after?: string } = {}): EventStreamClient {
-  const stream = tenantEvents(edge.url, key, options);
-  streams.push(stream);
-  return stream;
+  return cleanup.stream(tenantEvents(edge.url, key, options));
 }
 
 function dumpOnFailure(): void {
@@ -181,8 +173,7 @@ describe("GET /v1/events", () => {
   it("sends keep-alive comments on a quiet session stream", async () => {
     dumpOnFailure();
     const s = await apiA.create({ id: "ev-quiet", command: "/bin/sleep", args: ["60"] });
-    const stream = new EventStreamClient(edge.url, `/v1/sessions/${s.id}/stream`, A.key);
-    streams.push(stream);
+    const stream = cleanup.stream(new EventStreamClient(edge.url, `/v1/sessions/${s.id}/stream`, A.key));
     await stream.waitFor(() => stream.comments.length >= 2, "two keep-alive comments on the session stream", 10 * KEEPALIVE_MS);
     expect(stream.status).toBe(200);
     // A sleeping process prints nothing: no data events, only comments.

@@ -1,44 +1,39 @@
-// Issue 16, `POST /v1/exec` (DESIGN §11) on the real stack: one command run to completion
-// without a terminal, stdin written then closed, stdout and stderr answered apart (together at
-// most maxOutputBytes, the first bytes in output order), a timeout that SIGKILLs; underneath a
-// `pty: false` session whose id stays readable and replayable and which counts toward the
-// tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// Issue 16, `POST /v1/exec` (docs/protocol.md §3, "Exec") on the real stack: one command run to
+// completion without a terminal, stdin written then closed, stdout and stderr answered apart
+// (together at most maxOutputBytes, the first bytes in output order), a timeout that SIGKILLs;
+// underneath a `pty: false` session whose id stays readable and replayable and which counts
+// toward the tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
 import type { ExecResult, Session } from "../shared/session.js";
-import { SHARED_RETAIN_BYTES, TENANTS } from "./global-setup.js";
-import { Api, type ApiResponse, TermClient, alive, commandOf, fetchOutput, sha256, until, waitForRunners } from "./harness.js";
+import { SHARED_RETAIN_BYTES } from "./global-setup.js";
+import {
+  Api,
+  SHARED_WORKSPACE as WORKSPACE,
+  type ApiResponse,
+  SuiteCleanup,
+  alive,
+  fetchOutput,
+  onSharedStack,
+  sha256,
+  startSuiteStack,
+  until,
+} from "./harness.js";
 
-const url = inject("edgeUrl");
+const suite = onSharedStack();
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
-const acme = new Api(url, TENANTS.acme);
-const globex = new Api(url, TENANTS.globex);
-/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
-const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 const MiB = 1 << 20;
 
-
-const created: { api: Api; id: string }[] = [];
-const clients: TermClient[] = [];
-/** Processes execs started here; any still alive at the end gets SIGKILL (by this pid only). */
-const spawned: number[] = [];
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.filter(({ api }) => api.url === url).map(({ api, id }) => api.destroy(id)));
-  for (const pid of spawned) {
-    if (alive(pid) && commandOf(pid) === "sleep 1000") process.kill(pid, "SIGKILL");
-  }
-});
-
-/** `POST /v1/exec` as it answers; the session it made is purged at the end. */
+/**
+ * `POST /v1/exec` as it answers; the session it made on the shared edge is purged at the end
+ * (those on an edge of a describe's own go with that edge).
+ */
 async function execRequest(api: Api, body: unknown): Promise<ApiResponse<ExecResult>> {
   const res = await api.request<ExecResult>("POST", "/v1/exec", body);
-  if (res.status === 200 && typeof res.body?.id === "string") created.push({ api, id: res.body.id });
+  if (res.status === 200 && typeof res.body?.id === "string" && api.url === url) suite.cleanup.session(api, res.body.id);
   return res;
 }
 
@@ -90,8 +85,7 @@ describe("exec", () => {
     expect((await acme.outputStream(result.id, "stderr", 0, 19)).toString()).toBe("to-err\n");
 
     // Replayed over the WebSocket: 0x01 then 0x03, one offset space, then the exit.
-    const client = new TermClient(url, result.id, TENANTS.acme, { query: "from=0" });
-    clients.push(client);
+    const client = suite.connect(result.id, { query: "from=0" });
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit");
     expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 3, signal: null, reason: "exit", offset: 19 });
     expect(client.offsetErrors).toEqual([]);
@@ -192,7 +186,8 @@ describe("exec", () => {
     const match = /^child=(\d+)\nhi\n$/.exec(result.stdout);
     expect(match, result.stdout).not.toBeNull();
     const child = Number(match?.[1]);
-    spawned.push(child);
+    // Any still running `sleep 1000` at the end gets SIGKILL (by this pid only).
+    suite.cleanup.strayProcess(child, "sleep 1000");
     await until(() => !alive(child), 10_000, "the background child to end");
     expect(await acme.get(result.id)).toMatchObject({ status: "exited", reason: "exit", exitCode: 0 });
   });
@@ -242,8 +237,7 @@ describe("exec: bad input and roles", () => {
   });
 
   it("answers 403 to session tokens, viewer or writer, and 401 without a key", async () => {
-    const target = await acme.create({ pty: false, command: "/bin/sleep", args: ["60"] });
-    created.push({ api: acme, id: target.id });
+    const target = await suite.session({ pty: false, command: "/bin/sleep", args: ["60"] });
     for (const role of ["viewer", "writer"]) {
       const minted = await acme.request("POST", `/v1/sessions/${target.id}/tokens`, { role });
       expect(minted.status).toBe(201);
@@ -259,29 +253,23 @@ describe("exec: bad input and roles", () => {
 
 describe("exec: quota and create rate", () => {
   const key = "exec-quota-acme";
-  const token = secret();
-  const gate = mkdtempSync(join(tmpdir(), "ptybroker-exec-gate-"));
+  // This block's own edge, runner and folder, stopped and removed after it.
+  const own = new SuiteCleanup();
+  const gate = own.tempFolder("ptybroker-exec-gate-");
   // The session's user only needs to see whether the file is there.
   chmodSync(gate, 0o755);
-  let edge: Edge | undefined;
-  let runner: ManagedProcess | undefined;
   let small: Api;
 
   beforeAll(async () => {
-    edge = await startEdge({
-      apiKeys: `acme:${key}`,
-      runnerToken: token,
-      vars: { MAX_SESSIONS_PER_TENANT: "2", MAX_CREATES_PER_MINUTE: "5" },
-    });
-    runner = startRunner({ brokerUrl: edge.url, runnerToken: token, runnerId: "exec-quota" });
-    await waitForRunners(edge.url, token, 1);
+    const { edge } = await startSuiteStack(
+      {
+        apiKeys: `acme:${key}`,
+        vars: { MAX_SESSIONS_PER_TENANT: "2", MAX_CREATES_PER_MINUTE: "5" },
+        runners: [{ runnerId: "exec-quota" }],
+      },
+      own,
+    );
     small = new Api(edge.url, key);
-  });
-
-  afterAll(async () => {
-    await runner?.stop();
-    await edge?.stop();
-    rmSync(gate, { recursive: true, force: true });
   });
 
   it("counts a running exec as a session (429 QUOTA_EXCEEDED with Retry-After when full) and against the create rate", async () => {

@@ -1,28 +1,17 @@
 // Several clients on one session: identical bytes, independent lifetimes, late joiners.
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, line, until } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { line, onSharedStack, until } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const clients: TermClient[] = [];
-let sessionId: string | undefined;
+const suite = onSharedStack({ clients: "close" });
+const { api } = suite;
 
 function connect(id: string, query?: string, protocols?: string[]) {
-  const client = new TermClient(url, id, TENANTS.acme, { query, protocols });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query, protocols });
 }
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  if (sessionId) await api.destroy(sessionId);
-});
 
 describe("fan-out", () => {
   it("gives two clients byte-identical output, survives one leaving, and lets a third join", async () => {
-    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
-    sessionId = s.id;
+    const s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
     const a = connect(s.id);
     const b = connect(s.id);
     await Promise.all([a.opened, b.opened]);

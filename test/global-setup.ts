@@ -2,15 +2,12 @@
 // end-to-end suites. Suites that need their own topology (several runners, limits, restarts)
 // start their own.
 import type { TestProject } from "vitest/node";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { waitForRunners } from "./harness.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { secret } from "../scripts/stack.js";
+import { type SuiteStack, startSuiteStack } from "./stack-kit.js";
 
 export const TENANTS = { acme: "acme-key-e2e", globex: "globex-key-e2e" } as const;
 
-let edge: Edge | undefined;
-let runner: ManagedProcess | undefined;
-let redis: RedisServer | undefined;
+let stack: SuiteStack | undefined;
 
 /** Retention of the shared runner: large enough that the 40 MB flood suite can replay it all. */
 export const SHARED_RETAIN_BYTES = 64 * 1024 * 1024;
@@ -18,7 +15,7 @@ export const SHARED_RETAIN_BYTES = 64 * 1024 * 1024;
 export async function setup(project: TestProject): Promise<void> {
   const runnerToken = secret();
   const tokenSecret = secret();
-  edge = await startEdge({
+  stack = await startSuiteStack({
     apiKeys: Object.entries(TENANTS)
       .map(([t, k]) => `${t}:${k}`)
       .join(","),
@@ -26,15 +23,11 @@ export async function setup(project: TestProject): Promise<void> {
     tokenSecret,
     // The suites together create far more than the default 120 sessions a minute.
     vars: { MAX_INPUT_BYTES: "65536", MAX_CREATES_PER_MINUTE: "100000" },
+    redis: true,
+    runners: [{ runnerId: "e2e-runner", env: { OUTPUT_RETAIN_BYTES: String(SHARED_RETAIN_BYTES) } }],
   });
-  redis = await startRedis();
-  runner = startRunner({
-    brokerUrl: edge.url,
-    runnerToken,
-    runnerId: "e2e-runner",
-    env: { REDIS_URL: redis.url, OUTPUT_RETAIN_BYTES: String(SHARED_RETAIN_BYTES) },
-  });
-  await waitForRunners(edge.url, runnerToken, 1);
+  const { edge, redis } = stack;
+  const [runner] = stack.runners;
   project.provide("edgeUrl", edge.url);
   project.provide("runnerToken", runnerToken);
   project.provide("runnerPid", runner.pid);
@@ -44,9 +37,7 @@ export async function setup(project: TestProject): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  await runner?.stop();
-  await edge?.stop();
-  await redis?.stop();
+  await stack?.stop();
 }
 
 declare module "vitest" {

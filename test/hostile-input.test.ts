@@ -2,16 +2,14 @@
 // with HOSTILE_SEED=<seed>) each answered by exactly one error message, in order, while the
 // session, its process and its socket stay exactly as they were.
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { ClientMessage, MAX_CONTROL_BYTES, decodeFrame, parseMessage } from "../shared/protocol.js";
 import { SIGNALS, type Session } from "../shared/session.js";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, line, until } from "./harness.js";
+import { type TermClient, line, onSharedStack, until } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const clients: TermClient[] = [];
+const suite = onSharedStack({ clients: "close" });
+const { api } = suite;
 let s: Session;
 
 /** The edge's MAX_INPUT_BYTES in the shared stack (test/global-setup.ts). */
@@ -206,18 +204,11 @@ function stateOf(session: Session) {
 }
 
 function connect(): TermClient {
-  const client = new TermClient(url, s.id, TENANTS.acme);
-  clients.push(client);
-  return client;
+  return suite.connect(s.id);
 }
 
 beforeAll(async () => {
-  s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 97, rows: 31 });
-});
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  if (s) await api.destroy(s.id);
+  s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 97, rows: 31 });
 });
 
 describe("hostile input on a live socket", () => {

@@ -1,48 +1,40 @@
-// Trust boundaries around sessions (DESIGN §12), attacked from inside sessions through the
+// Trust boundaries around sessions (docs/security.md), attacked from inside sessions through the
 // public API, on a runner that is root (as a production host's): a session reads none of the
 // runner's secrets and is not root; one tenant's session can neither read another tenant's
 // files nor signal its processes; every process a session starts ends with it, also those that
 // left its terminal session (setsid, nohup), on DELETE, on exit, and after a runner crash.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { statFields } from "../runner/process/proc.js";
 import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, alive, commandOf, until, waitForRunners } from "./harness.js";
+import {
+  Api,
+  SHARED_WORKSPACE as WORKSPACE,
+  SuiteCleanup,
+  TermClient,
+  alive,
+  commandOf,
+  onSharedStack,
+  until,
+  waitForRunners,
+} from "./harness.js";
 
-const url = inject("edgeUrl");
+const suite = onSharedStack({ clients: "close" });
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
 const runnerPid = inject("runnerPid");
-const acme = new Api(url, TENANTS.acme);
-const globex = new Api(url, TENANTS.globex);
-/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
-const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 /** The edge's grace between SIGHUP and the end of everything on DELETE (shared/session.ts). */
 const KILL_GRACE_MS = 2000;
 
-const created: { api: Api; id: string }[] = [];
-const clients: TermClient[] = [];
-/** Processes sessions started here; any still alive at the end gets SIGKILL (by this pid only). */
-const spawned: number[] = [];
-
-afterAll(async () => {
-  for (const client of clients) await client.close();
-  // Sessions on the shared edge (those on this file's own edge ended with its runners).
-  await Promise.all(created.filter(({ api }) => api.url === url).map(({ api, id }) => api.destroy(id)));
-  for (const pid of spawned) {
-    if (alive(pid) && commandOf(pid) === "sleep 300") process.kill(pid, "SIGKILL");
-  }
-});
-
-/** A bash session of `api`'s tenant with a client attached to it. */
+/**
+ * A bash session of `api`'s tenant with a client attached to it. Sessions on the shared edge are
+ * purged after the file (those on this file's own edge end with its runners).
+ */
 async function shell(api: Api, edgeUrl = url): Promise<{ id: string; pid: number; client: TermClient }> {
   const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
-  created.push({ api, id: s.id });
-  const client = new TermClient(edgeUrl, s.id, api.key as string);
-  clients.push(client);
+  if (api.url === url) suite.cleanup.session(api, s.id);
+  const client = suite.cleanup.client(new TermClient(edgeUrl, s.id, api.key as string));
   await client.opened;
   return { id: s.id, pid: s.pid as number, client };
 }
@@ -76,7 +68,9 @@ async function startEscapees(client: TermClient, shellPid: number): Promise<{ se
   await client.waitForOutput(/nohup=\d+\r\n/);
   const setsid = Number(/setsid=(\d+)\r\n/.exec(client.text)?.[1]);
   const nohup = Number(/nohup=(\d+)\r\n/.exec(client.text)?.[1]);
-  spawned.push(setsid, nohup);
+  // Any still running `sleep 300` at the end gets SIGKILL (by this pid only).
+  suite.cleanup.strayProcess(setsid, "sleep 300");
+  suite.cleanup.strayProcess(nohup, "sleep 300");
   await until(() => commandOf(setsid) === "sleep 300" && commandOf(nohup) === "sleep 300", 5000, "both sleeps to run");
   // The setsid child has left the shell's terminal session; the nohup one has not.
   expect(statFields(setsid)?.[3]).toBe(String(setsid));
@@ -175,25 +169,19 @@ describe("processes end with their session", () => {
 describe("a runner of its own", () => {
   const key = "isolation-acme-key";
   const token = secret();
-  const workspace = mkdtempSync(join(tmpdir(), "ptybroker-isolation-"));
-  const runners = new Set<ManagedProcess>();
+  // This block's own edge, runners and workspace, stopped and removed after it.
+  const own = new SuiteCleanup();
+  const workspace = own.tempFolder("ptybroker-isolation-");
   let edge: Edge | undefined;
 
-  afterAll(async () => {
-    await Promise.all([...runners].map((r) => r.stop()));
-    await edge?.stop();
-    rmSync(workspace, { recursive: true, force: true });
-  });
-
   async function ownEdge(): Promise<Edge> {
-    edge ??= await startEdge({ apiKeys: `acme:${key}`, runnerToken: token });
+    edge ??= own.edge(await startEdge({ apiKeys: `acme:${key}`, runnerToken: token }));
     return edge;
   }
 
   function runner(env: Record<string, string>, brokerUrl: string): ManagedProcess {
-    const started = startRunner({ brokerUrl, runnerToken: token, env: { RUNNER_WORKSPACE: workspace, ...env } });
-    runners.add(started);
-    void started.exited.then(() => runners.delete(started));
+    const started = own.runner(startRunner({ brokerUrl, runnerToken: token, env: { RUNNER_WORKSPACE: workspace, ...env } }));
+    void started.exited.then(() => own.runners.delete(started));
     return started;
   }
 

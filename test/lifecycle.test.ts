@@ -1,24 +1,17 @@
 // Issue 2 acceptance: real bash sessions through wrangler dev (workerd) and a real runner.
 import { readFileSync } from "node:fs";
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, line, liveSessionProcesses, until } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { line, liveSessionProcesses, onSharedStack, until } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const clients: TermClient[] = [];
+const suite = onSharedStack({ clients: "close" });
+const { api } = suite;
 
-async function session(body: Record<string, unknown> = {}) {
-  const s = await api.create(body);
-  created.push(s.id);
-  return s;
+function session(body: Record<string, unknown> = {}) {
+  return suite.session(body);
 }
 
 function connect(id: string, query?: string) {
-  const client = new TermClient(url, id, TENANTS.acme, { query });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query });
 }
 
 /** Whether `sleep <seconds>` runs in the terminal session led by `sid`. */
@@ -31,11 +24,6 @@ function sleepRunning(sid: number, seconds: string): boolean {
     }
   });
 }
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(created.map((id) => api.destroy(id)));
-});
 
 describe("a bash session end to end", () => {
   it("runs the Daytona example: prompt, answer, resize, stty size, exit 0", async () => {

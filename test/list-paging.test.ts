@@ -1,14 +1,14 @@
-// Paging of `GET /v1/sessions` (DESIGN §4): `limit` 1..1000 (default 100) and `cursor`, answer
-// `{"sessions", "nextCursor"}` in creation order, `nextCursor` null at the end. 23 sessions
-// tagged for this run, on the shared edge, read 10 at a time: 10, 10, 3, each once, in order.
+// Paging of `GET /v1/sessions` (docs/protocol.md §3): `limit` 1..1000 (default 100) and `cursor`,
+// answer `{"sessions", "nextCursor"}` in creation order, `nextCursor` null at the end. 23
+// sessions tagged for this run, on the shared edge, read 10 at a time: 10, 10, 3, each once, in
+// order.
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Session } from "../shared/session.js";
-import { TENANTS } from "./global-setup.js";
-import { Api } from "./harness.js";
+import { onSharedStack } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
+const suite = onSharedStack();
+const { api } = suite;
 const TAG = `paging-${randomBytes(6).toString("hex")}`;
 const COUNT = 23;
 const ids: string[] = [];
@@ -21,7 +21,7 @@ interface Page {
 beforeAll(async () => {
   // One after another: creation order is the order of these ids.
   for (let i = 0; i < COUNT; i++) {
-    const s = await api.create({ id: `${TAG}-${String(i).padStart(2, "0")}`, command: "/bin/true", tags: [TAG] });
+    const s = await suite.session({ id: `${TAG}-${String(i).padStart(2, "0")}`, command: "/bin/true", tags: [TAG] });
     ids.push(s.id);
   }
   // All of them ended, so that a status filter pages the same set.
@@ -29,10 +29,6 @@ beforeAll(async () => {
     const res = await api.request<Session>("GET", `/v1/sessions/${id}/wait?timeoutSec=20`);
     expect(res.body.status).toBe("exited");
   }
-});
-
-afterAll(async () => {
-  await Promise.all(ids.map((id) => api.destroy(id)));
 });
 
 async function page(query: string): Promise<Page> {

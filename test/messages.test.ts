@@ -3,25 +3,18 @@
 // just "invalid"; a command that is not there ends as a shell's would (127, "command not found"
 // as output), one that may not be executed with 126 and "permission denied".
 import { sign } from "hono/jwt";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import WebSocket from "ws";
 import { TENANTS } from "./global-setup.js";
-import { Api, fetchOutput } from "./harness.js";
+import { Api, fetchOutput, onSharedStack } from "./harness.js";
 
-const url = inject("edgeUrl");
+const suite = onSharedStack();
+const { url, api: acme } = suite;
 const tokenSecret = inject("tokenSecret");
-const acme = new Api(url, TENANTS.acme);
-const created: string[] = [];
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
-afterAll(async () => {
-  await Promise.all(created.map((id) => acme.destroy(id)));
-});
-
-async function session(body: Record<string, unknown>) {
-  const s = await acme.create(body);
-  created.push(s.id);
-  return s;
+function session(body: Record<string, unknown>) {
+  return suite.session(body);
 }
 
 /** A WebSocket's first control message and its close code and reason. */

@@ -1,44 +1,42 @@
-// Issue 16, sessions without a terminal (`pty: false`, DESIGN §11) on the real stack: stdout and
-// stderr kept apart in one offset space (0x01/0x03 frames, `data`/`stderr` SSE events,
-// `output?stream=`), in the order the process wrote them, the same live and replayed; stdin
-// closed by `eof` (REST and WebSocket; Ctrl+D on a terminal); what a terminal alone has (resize,
-// screen, run) refused with NOT_A_TTY; and the same boundaries as a terminal's session (tenant's
-// user, no runner secret, roles, tenants, every process ending with the session).
-import { tmpdir } from "node:os";
+// Issue 16, sessions without a terminal (`pty: false`, docs/protocol.md §3, "Processes without a
+// terminal") on the real stack: stdout and stderr kept apart in one offset space (0x01/0x03
+// frames, `data`/`stderr` SSE events, `output?stream=`), in the order the process wrote them, the
+// same live and replayed; stdin closed by `eof` (REST and WebSocket; Ctrl+D on a terminal); what
+// a terminal alone has (resize, screen, run) refused with NOT_A_TTY; and the same boundaries as a
+// terminal's session (tenant's user, no runner secret, roles, tenants, every process ending with
+// the session).
 import { join } from "node:path";
 import WebSocket from "ws";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, type OutputFrame, SseClient, TermClient, alive, commandOf, fetchOutput, liveSessionProcesses, sha256, until } from "./harness.js";
+import {
+  Api,
+  SHARED_WORKSPACE as WORKSPACE,
+  type OutputFrame,
+  SseClient,
+  type TermClient,
+  alive,
+  commandOf,
+  fetchOutput,
+  liveSessionProcesses,
+  onSharedStack,
+  sha256,
+  until,
+} from "./harness.js";
 
-const url = inject("edgeUrl");
+const suite = onSharedStack();
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
-const acme = new Api(url, TENANTS.acme);
-const globex = new Api(url, TENANTS.globex);
-/** The shared runner's workspace: RUNNER_WORKSPACE's default. */
-const WORKSPACE = join(tmpdir(), "ptybroker-workspace");
 
-const created: string[] = [];
-const clients: TermClient[] = [];
-const streams: SseClient[] = [];
-/** Processes sessions started here; any still alive at the end gets SIGKILL (by this pid only). */
-const spawned: number[] = [];
+function session(body: Record<string, unknown>): Promise<Session> {
+  return suite.session(body);
+}
 
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  for (const sse of streams) sse.close();
-  await Promise.all(created.map((id) => acme.destroy(id)));
-  for (const pid of spawned) {
-    if (alive(pid) && commandOf(pid) === "sleep 1000") process.kill(pid, "SIGKILL");
-  }
-});
-
-async function session(body: Record<string, unknown>): Promise<Session> {
-  const s = await acme.create(body);
-  created.push(s.id);
-  return s;
+/** Processes sessions started here: any still running `sleep 1000` at the end gets SIGKILL (by this pid only). */
+function spawned(...pids: number[]): void {
+  for (const pid of pids) suite.cleanup.strayProcess(pid, "sleep 1000");
 }
 
 /** A `pty: false` session of `/bin/sh -c script`. */
@@ -47,15 +45,11 @@ function pipes(script: string, extra: Record<string, unknown> = {}): Promise<Ses
 }
 
 function connect(id: string, query = "from=0", key: string = TENANTS.acme): TermClient {
-  const client = new TermClient(url, id, key, { query });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query }, key);
 }
 
 function sse(id: string, options: { lastEventId?: string } = {}): SseClient {
-  const client = new SseClient(url, id, TENANTS.acme, options);
-  streams.push(client);
-  return client;
+  return suite.cleanup.stream(new SseClient(url, id, TENANTS.acme, options));
 }
 
 /** The session once it has ended (waits on the server, with a deadline). */
@@ -597,8 +591,7 @@ describe("attacker", () => {
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.body).toEqual({ error: { code: "NOT_FOUND", message: expect.any(String) } });
     }
-    const foreignSse = new SseClient(url, s.id, TENANTS.globex);
-    streams.push(foreignSse);
+    const foreignSse = suite.cleanup.stream(new SseClient(url, s.id, TENANTS.globex));
     await foreignSse.done;
     expect(foreignSse.status).toBe(404);
     const code = await new Promise<number>((resolve) => {
@@ -619,7 +612,7 @@ describe("attacker", () => {
     const client = connect(s.id);
     await client.waitForOutput(/ticker=\d+\n(tick\n)+/);
     const ticker = Number(/ticker=(\d+)\n/.exec(client.text)?.[1]);
-    spawned.push(ticker);
+    spawned(ticker);
     expect(await acme.inputRequest(s.id, { data: "", eof: true })).toMatchObject({ status: 202 });
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 20_000);
     expect(exit).toMatchObject({ type: "exit", status: "exited", exitCode: 0, reason: "exit" });
@@ -643,7 +636,7 @@ describe("attacker", () => {
     await client.waitForOutput(/escapee=\d+\n/);
     const child = Number(/child=(\d+)\n/.exec(client.text)?.[1]);
     const escapee = Number(/escapee=(\d+)\n/.exec(client.text)?.[1]);
-    spawned.push(child, escapee);
+    spawned(child, escapee);
     expect(commandOf(child)).toBe("sleep 1000");
     await until(() => commandOf(escapee) === "sleep 1000", 5000, "the escapee to run sleep");
     const pid = (await acme.get(s.id)).pid as number;

@@ -1,23 +1,21 @@
 // Placement across runners: no runner answers 503 at once; sessions spread over runners;
 // a runner at capacity gets no more.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, parentPid, waitForRunners } from "./harness.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type Edge, secret } from "../scripts/stack.js";
+import { Api, type SuiteStack, SuiteCleanup, parentPid, startSuiteStack, waitForRunners } from "./harness.js";
 
 const KEY = "placement-key";
 const runnerToken = secret();
+const cleanup = new SuiteCleanup();
+let stack: SuiteStack;
 let edge: Edge;
-const runners: ManagedProcess[] = [];
 let api: Api;
 
 beforeAll(async () => {
-  edge = await startEdge({ apiKeys: `placer:${KEY}`, runnerToken });
+  // No runner yet: the first test is about that; the second starts two.
+  stack = await startSuiteStack({ apiKeys: `placer:${KEY}`, runnerToken }, cleanup);
+  edge = stack.edge;
   api = new Api(edge.url, KEY);
-});
-
-afterAll(async () => {
-  await Promise.all(runners.map((r) => r.stop()));
-  await edge?.stop();
 });
 
 describe("placement", () => {
@@ -30,9 +28,8 @@ describe("placement", () => {
   });
 
   it("spreads sessions over two runners and gives a full runner no more", async () => {
-    const small = startRunner({ brokerUrl: edge.url, runnerToken, capacity: 1, runnerId: "small" });
-    const large = startRunner({ brokerUrl: edge.url, runnerToken, capacity: 3, runnerId: "large" });
-    runners.push(small, large);
+    const small = stack.startRunner({ capacity: 1, runnerId: "small" });
+    const large = stack.startRunner({ capacity: 3, runnerId: "large" });
     await waitForRunners(edge.url, runnerToken, 2);
 
     const hosts: number[] = [];

@@ -2,23 +2,15 @@
 // hears no error messages: a frame over MAX_INPUT_BYTES is written to the process in pieces, up
 // to 1 MiB; a larger one closes the socket with 1009 and says why. Never dropped silently.
 import { randomBytes } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, sha256 } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { onSharedStack, sha256 } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const clients: TermClient[] = [];
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.map((id) => api.destroy(id)));
-});
+const suite = onSharedStack();
+const { api } = suite;
 
 /** A process that reads exactly `bytes` bytes from its terminal in raw mode, then says how many and their sha256. */
 async function reader(bytes: number) {
-  const s = await api.create({
+  return suite.session({
     command: "/bin/bash",
     args: [
       "-c",
@@ -27,14 +19,10 @@ async function reader(bytes: number) {
     ],
     cwd: `raw-paste-${Date.now()}`,
   });
-  created.push(s.id);
-  return s;
 }
 
 function rawClient(id: string) {
-  const client = new TermClient(url, id, TENANTS.acme, { query: "mode=raw" });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query: "mode=raw" });
 }
 
 describe("raw-mode paste", () => {
@@ -74,8 +62,7 @@ describe("raw-mode paste", () => {
 
   it("still refuses a framed client's input frame over MAX_INPUT_BYTES with PAYLOAD_TOO_LARGE", async () => {
     const s = await reader(16);
-    const framed = new TermClient(url, s.id, TENANTS.acme);
-    clients.push(framed);
+    const framed = suite.connect(s.id);
     await framed.waitForOutput("READY");
     framed.send(Buffer.alloc(65537, 0x61));
     const error = await framed.waitForMessage((m) => m.type === "error", "refusal");

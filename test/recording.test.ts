@@ -1,37 +1,26 @@
-// Issue 16, `GET .../recording` (DESIGN §11) on the real stack: asciicast v2 from the output log,
-// with the times the runner read each chunk, `r` events at resizes, the header's size as it was
-// at the first exported byte, `o` events that concatenate to exactly `GET .../output`, and the
-// real `asciinema cat` printing the same bytes. An 8 MiB log streams in pieces.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+// Issue 16, `GET .../recording` (docs/protocol.md §3, "Recordings") on the real stack: asciicast
+// v2 from the output log, with the times the runner read each chunk, `r` events at resizes, the
+// header's size as it was at the first exported byte, `o` events that concatenate to exactly
+// `GET .../output`, and the real `asciinema cat` printing the same bytes. An 8 MiB log streams in
+// pieces.
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { spawnPty } from "../runner/process/pty.js";
 import { toolPath } from "../scripts/test-tools.js";
 import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, sha256, until } from "./harness.js";
+import { onSharedStack, sha256, until } from "./harness.js";
 
-const url = inject("edgeUrl");
-const acme = new Api(url, TENANTS.acme);
-const globex = new Api(url, TENANTS.globex);
-const created: string[] = [];
-const clients: TermClient[] = [];
-const scratch = mkdtempSync(join(tmpdir(), "ptybroker-cast-"));
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.map((id) => acme.destroy(id)));
-  rmSync(scratch, { recursive: true, force: true });
-});
+const suite = onSharedStack();
+const { url, api: acme, globex } = suite;
+const scratch = suite.cleanup.tempFolder("ptybroker-cast-");
 
 type Header = { version: number; width: number; height: number; timestamp: number };
 type Event = [number, string, string];
 
-async function session(body: Record<string, unknown>): Promise<Session> {
-  const s = await acme.create(body);
-  created.push(s.id);
-  return s;
+function session(body: Record<string, unknown>): Promise<Session> {
+  return suite.session(body);
 }
 
 async function ended(id: string): Promise<Session> {
@@ -101,8 +90,7 @@ describe("recordings", () => {
   it("records a terminal session: read times with its pause, the resize as an r event, o events equal to the output, and asciinema cat agrees", async () => {
     // The session's own sleep is the pause being recorded; `read` holds it until the resize is done.
     const s = await session({ command: "/bin/sh", args: ["-c", "printf 'one €\\n'; read x; sleep 0.6; printf 'two %s\\n' \"$x\""] });
-    const client = new TermClient(url, s.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(s.id);
     await client.waitForOutput("one €\r\n");
     expect((await acme.request("POST", `/v1/sessions/${s.id}/resize`, { cols: 100, rows: 30 })).status).toBe(200);
     await client.waitForMessage((m) => m.type === "resize", "the resize");
@@ -135,8 +123,7 @@ describe("recordings", () => {
 
   it("exports a range: the header has the size at its first byte, and o events equal that range of the output", async () => {
     const s = await session({ command: "/bin/sh", args: ["-c", "printf 'before\\n'; read x; printf 'after\\n'"], cols: 90, rows: 20 });
-    const client = new TermClient(url, s.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(s.id);
     await client.waitForOutput("before\r\n");
     await acme.request("POST", `/v1/sessions/${s.id}/resize`, { cols: 120, rows: 40 });
     await client.waitForMessage((m) => m.type === "resize", "the resize");
@@ -156,8 +143,7 @@ describe("recordings", () => {
 
   it("records a pty: false session's stdout and stderr as o events in offset order", async () => {
     const s = await session({ pty: false, command: "/bin/sh", args: ["-c", "echo out-1; echo err-1 >&2; read x; echo out-2; echo err-2 >&2"] });
-    const client = new TermClient(url, s.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(s.id);
     await client.waitForOutput("out-1\nerr-1\n");
     await acme.input(s.id, "\n");
     const done = await ended(s.id);

@@ -1,16 +1,13 @@
-// The output log on a real Redis Cluster, end to end (DESIGN §1, issue 12): an edge (wrangler dev
-// → workerd), a 3-master Redis Cluster started here, and a runner whose REDIS_URL lists the
-// cluster's nodes. Sessions land on every master (each session's stream on the master of its
-// hash tag); what a live framed client received equals, byte for byte, `GET .../output` from 0
-// and a replay from an offset after the session exited. Then the edge restarts (so nothing is
-// served from its replay cache) and a new runner whose REDIS_URL names one node only finds the
+// The output log on a real Redis Cluster, end to end (docs/architecture.md, issue 12): an edge
+// (wrangler dev → workerd), a 3-master Redis Cluster started here, and a runner whose REDIS_URL
+// lists the cluster's nodes. Sessions land on every master (each session's stream on the master
+// of its hash tag); what a live framed client received equals, byte for byte, `GET .../output`
+// from 0 and a replay from an offset after the session exited. Then the edge restarts (so nothing
+// is served from its replay cache) and a new runner whose REDIS_URL names one node only finds the
 // cluster and serves the same history. Everything started here is stopped by PID in afterAll.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, TermClient, fetchOutput, sha256, until } from "./harness.js";
+import { Api, SuiteCleanup, TermClient, fetchOutput, sha256, until } from "./harness.js";
 import { type RedisCluster, cli, command, startRedisCluster } from "./redis-server.js";
 
 const TENANT = "clustered";
@@ -22,10 +19,12 @@ const LINES = 200_000;
 /** Sessions created at most while looking for one on each master (3 × (2/3)^24 ≈ 0.02 % short). */
 const MAX_SESSIONS = 24;
 
-const persistTo = mkdtempSync(join(tmpdir(), "ptybroker-cluster-edge-"));
+const cleanup = new SuiteCleanup();
+const persistTo = cleanup.tempFolder("ptybroker-cluster-edge-");
 let edge: Edge | undefined;
 let cluster: RedisCluster | undefined;
-const runners = new Set<ManagedProcess>();
+/** The runners started here: the cleanup's, stopped after the file. */
+const runners = cleanup.runners;
 
 /** One session per master, filled in by the first test and read again by the second. */
 interface Logged {
@@ -43,9 +42,7 @@ function edgeOptions(port?: number) {
 }
 
 function launchRunner(runnerId: string, redisUrl: string): ManagedProcess {
-  const runner = startRunner({ brokerUrl: theEdge().url, runnerToken, runnerId, env: { REDIS_URL: redisUrl } });
-  runners.add(runner);
-  return runner;
+  return cleanup.runner(startRunner({ brokerUrl: theEdge().url, runnerToken, runnerId, env: { REDIS_URL: redisUrl } }));
 }
 
 async function registeredRunners(): Promise<string[]> {
@@ -106,18 +103,11 @@ function expectSameBytes(got: Buffer, want: Buffer, what: string): void {
 
 beforeAll(async () => {
   const [edgeStart, clusterStart] = await Promise.allSettled([startEdge(edgeOptions()), startRedisCluster()]);
-  edge = edgeStart.status === "fulfilled" ? edgeStart.value : undefined;
-  cluster = clusterStart.status === "fulfilled" ? clusterStart.value : undefined;
+  edge = edgeStart.status === "fulfilled" ? cleanup.edge(edgeStart.value) : undefined;
+  cluster = clusterStart.status === "fulfilled" ? cleanup.redis(clusterStart.value) : undefined;
   for (const started of [edgeStart, clusterStart]) if (started.status === "rejected") throw started.reason;
   launchRunner("cluster-runner-1", theCluster().url);
   await until(async () => (await registeredRunners()).includes("cluster-runner-1"), 30_000, "cluster-runner-1");
-});
-
-afterAll(async () => {
-  await Promise.all([...runners].map((runner) => runner.stop()));
-  await edge?.stop();
-  await cluster?.stop();
-  rmSync(persistTo, { recursive: true, force: true });
 });
 
 describe("output log on a Redis Cluster", () => {
@@ -180,8 +170,9 @@ describe("output log on a Redis Cluster", () => {
     }
     const port = theEdge().port;
     await theEdge().stop();
+    cleanup.edges.delete(theEdge());
     edge = undefined;
-    edge = await startEdge(edgeOptions(port));
+    edge = cleanup.edge(await startEdge(edgeOptions(port)));
     const node = theCluster().nodes[2];
     const runner = launchRunner("cluster-runner-2", node.url);
     await until(async () => (await registeredRunners()).includes("cluster-runner-2"), 30_000, "cluster-runner-2");

@@ -1,4 +1,4 @@
-// Replays end with their client (DESIGN §12, issue 12 hole 9): clients that connect with
+// Replays end with their client (docs/security.md, issue 12 hole 9): clients that connect with
 // `from=0` to a session with a 2 MB log and drop after 20 ms, 100 at a time for 40 s, must not
 // grow the runner's memory nor leave it reading Redis for clients that have gone. Runs on the
 // shared stack (test/global-setup.ts), which nothing else uses while this file runs.

@@ -1,28 +1,19 @@
 // Issue 3: exact replay by offset from the Redis output log, over WebSocket, SSE and
 // `GET .../output`, across many reconnects; and complete logs for processes that exit at once.
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TENANTS } from "./global-setup.js";
-import { Api, SseClient, TermClient, fetchOutput, line, sha256 } from "./harness.js";
+import { SseClient, TermClient, fetchOutput, line, onSharedStack, sha256 } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const scratch = mkdtempSync(join(tmpdir(), "ptybroker-replay-"));
+const suite = onSharedStack();
+const { url, api } = suite;
+const scratch = suite.cleanup.tempFolder("ptybroker-replay-");
 // Sessions write here, and they run as their tenant's user, not as this process's.
 chmodSync(scratch, 0o1777);
 
-afterAll(async () => {
-  await Promise.all(created.map((id) => api.destroy(id)));
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-async function session(body: Record<string, unknown>) {
-  const s = await api.create(body);
-  created.push(s.id);
-  return s;
+function session(body: Record<string, unknown>) {
+  return suite.session(body);
 }
 
 /** `seq 1 n` as a PTY prints it: every \n becomes \r\n. */

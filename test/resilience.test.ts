@@ -3,46 +3,31 @@
 // that dies leaves its session `lost`, its output replayable by any other runner, and no
 // processes behind. Every scenario starts its own edge (Durable Object state in a temporary
 // folder, so it survives an edge restart), Redis and runner(s), and stops them by PID.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it, onTestFailed } from "vitest";
+import { describe, expect, it, onTestFailed } from "vitest";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, TermClient, fetchOutput, line, liveSessionProcesses, sha256, until } from "./harness.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
-import { type TcpProxy, startProxy } from "./tcp-proxy.js";
+import {
+  Api,
+  SuiteCleanup,
+  TermClient,
+  fetchOutput,
+  line,
+  listRunners,
+  liveSessionProcesses,
+  sha256,
+  startSuiteStack,
+  until,
+} from "./harness.js";
+import type { RedisServer } from "./redis-server.js";
+import type { TcpProxy } from "./tcp-proxy.js";
 
 const TENANT = "resilient";
 const KEY = "resilience-key";
 const runnerToken = secret();
 const tokenSecret = secret();
 
-// Everything this file starts, stopped in afterAll (a scenario that fails midway leaves its
-// processes here too).
-const edges = new Set<Edge>();
-const runners = new Set<ManagedProcess>();
-const redises = new Set<RedisServer>();
-const proxies = new Set<TcpProxy>();
-const folders: string[] = [];
-/** Session leaders whose PTY processes must not outlive the test (a runner killed with SIGKILL). */
-const orphanSessions: number[] = [];
-
-afterAll(async () => {
-  await Promise.all([...proxies].map((p) => p.close()));
-  await Promise.all([...runners].map((r) => r.stop()));
-  await Promise.all([...edges].map((e) => e.stop()));
-  await Promise.all([...redises].map((r) => r.stop()));
-  for (const sid of orphanSessions) {
-    for (const pid of liveSessionProcesses(sid)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone meanwhile
-      }
-    }
-  }
-  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
-});
+// Everything this file starts, stopped after it (a scenario that fails midway leaves its
+// processes there too), and the PTY processes of sessions whose runner was SIGKILLed.
+const cleanup = new SuiteCleanup();
 
 interface Stack {
   edge: Edge;
@@ -61,30 +46,24 @@ function edgeOptions(persistTo: string, vars: Record<string, string> | undefined
 }
 
 async function launchEdge(persistTo: string, vars: Record<string, string> | undefined, port?: number): Promise<Edge> {
-  const edge = await startEdge(edgeOptions(persistTo, vars, port));
-  edges.add(edge);
-  return edge;
+  return cleanup.edge(await startEdge(edgeOptions(persistTo, vars, port)));
 }
 
 async function stopEdge(edge: Edge): Promise<void> {
   await edge.stop();
-  edges.delete(edge);
+  cleanup.edges.delete(edge);
 }
 
 function launchRunner(brokerUrl: string, redisUrl: string, runnerId: string): ManagedProcess {
-  const runner = startRunner({ brokerUrl, runnerToken, runnerId, env: { REDIS_URL: redisUrl } });
-  runners.add(runner);
-  return runner;
-}
-
-async function registeredRunners(edge: Edge): Promise<string[]> {
-  const res = await fetch(`${edge.url}/internal/runners`, { headers: { authorization: `Bearer ${runnerToken}` } });
-  const body = (await res.json()) as { runners: { runnerId: string }[] };
-  return body.runners.map((r) => r.runnerId);
+  return cleanup.runner(startRunner({ brokerUrl, runnerToken, runnerId, env: { REDIS_URL: redisUrl } }));
 }
 
 async function waitForRunner(edge: Edge, runnerId: string): Promise<void> {
-  await until(async () => (await registeredRunners(edge)).includes(runnerId), 30_000, `runner ${runnerId}`);
+  await until(
+    async () => (await listRunners(edge.url, runnerToken)).some((r) => r.runnerId === runnerId),
+    30_000,
+    `runner ${runnerId}`,
+  );
 }
 
 /** An edge with its own Durable Object storage, a Redis, and one runner (through a proxy if asked). */
@@ -92,30 +71,28 @@ async function startStack(
   name: string,
   options: { vars?: Record<string, string>; viaProxy?: boolean; redisViaProxy?: boolean } = {},
 ) {
-  const persistTo = mkdtempSync(join(tmpdir(), "ptybroker-resilience-"));
-  folders.push(persistTo);
-  const [edge, redis] = await Promise.all([
-    launchEdge(persistTo, options.vars),
-    startRedis().then((r) => {
-      redises.add(r);
-      return r;
-    }),
-  ]);
-  const proxy = options.viaProxy ? await startProxy(edge.port) : undefined;
-  if (proxy) proxies.add(proxy);
-  const redisProxy = options.redisViaProxy ? await startProxy(Number(new URL(redis.url).port)) : undefined;
-  if (redisProxy) proxies.add(redisProxy);
-  const runnerId = `${name}-runner`;
-  const redisUrl = redisProxy ? `redis://127.0.0.1:${redisProxy.port}` : redis.url;
-  const runner = launchRunner(proxy?.url ?? edge.url, redisUrl, runnerId);
-  await waitForRunner(edge, runnerId);
+  const persistTo = cleanup.tempFolder("ptybroker-resilience-");
+  const started = await startSuiteStack(
+    {
+      apiKeys: `${TENANT}:${KEY}`,
+      runnerToken,
+      tokenSecret,
+      persistTo,
+      vars: options.vars,
+      redis: true,
+      viaProxy: options.viaProxy,
+      redisViaProxy: options.redisViaProxy,
+      runners: [{ runnerId: `${name}-runner` }],
+    },
+    cleanup,
+  );
   const stack: Stack = {
-    edge,
-    api: new Api(edge.url, KEY),
-    redis,
-    runner,
-    proxy,
-    redisProxy,
+    edge: started.edge,
+    api: new Api(started.edge.url, KEY),
+    redis: started.redis,
+    runner: started.runners[0],
+    proxy: started.proxy,
+    redisProxy: started.redisProxy,
     persistTo,
     vars: options.vars,
   };
@@ -386,14 +363,14 @@ describe("resilience", () => {
     await pinged(client);
     await client.waitForOutput(line("printed"));
     await until(() => liveSessionProcesses(sid).length >= 2, 5000, "bash and its sleep");
-    orphanSessions.push(sid);
+    cleanup.orphanSession(sid);
     const seen = Buffer.from(client.output);
     expect(seen.equals(expected)).toBe(true);
     await until(async () => (await api.get(s.id)).offset === seen.byteLength, 5000, "the edge to hold every byte");
 
     stack.runner.kill("SIGKILL");
     await stack.runner.exited;
-    runners.delete(stack.runner);
+    cleanup.runners.delete(stack.runner);
     const killedAt = Date.now();
 
     const lost = await until(

@@ -1,22 +1,14 @@
-// Who sets the size (DESIGN §5): a session's size follows the writer that typed most recently
-// (tmux's `latest`). A phone-sized writer and a desktop writer on one session: the one that
-// typed last keeps its size while the other re-sends its own; typing makes a client's size the
-// session's; a viewer's resize changes nothing; before anyone typed, a writer's resize applies;
-// REST resize always applies. The size is checked where it matters: `stty size` in the PTY.
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { secret, startEdge, startRunner } from "../scripts/stack.js";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, waitForRunners } from "./harness.js";
+// Who sets the size (docs/protocol.md §5, "Who sets the size"): a session's size follows the
+// writer that typed most recently (tmux's `latest`). A phone-sized writer and a desktop writer on
+// one session: the one that typed last keeps its size while the other re-sends its own; typing
+// makes a client's size the session's; a viewer's resize changes nothing; before anyone typed, a
+// writer's resize applies; REST resize always applies. The size is checked where it matters:
+// `stty size` in the PTY.
+import { describe, expect, it } from "vitest";
+import { Api, TermClient, onSharedStack, startSuiteStack, waitForRunners } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const clients: TermClient[] = [];
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.map((id) => api.destroy(id)));
-});
+const suite = onSharedStack();
+const { url, api } = suite;
 
 async function mint(id: string, role: "viewer" | "writer"): Promise<string> {
   const res = await api.request("POST", `/v1/sessions/${id}/tokens`, { role, ttlSec: 600 });
@@ -25,9 +17,7 @@ async function mint(id: string, role: "viewer" | "writer"): Promise<string> {
 }
 
 function connect(id: string, credential: string, base = url) {
-  const client = new TermClient(base, id, credential);
-  clients.push(client);
-  return client;
+  return suite.cleanup.client(new TermClient(base, id, credential));
 }
 
 const resizes = (client: TermClient) => client.messages.filter((m) => m.type === "resize");
@@ -59,8 +49,7 @@ async function size(id: string) {
 
 describe("resize policy", () => {
   it("follows the writer that typed last: a phone and a desktop on one session, and a viewer", async () => {
-    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
-    created.push(s.id);
+    const s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
     const phone = connect(s.id, await mint(s.id, "writer"));
     const desktop = connect(s.id, await mint(s.id, "writer"));
     const viewer = connect(s.id, await mint(s.id, "viewer"));
@@ -110,8 +99,7 @@ describe("resize policy", () => {
   });
 
   it("lets the next writer resize once the client that typed last has gone", async () => {
-    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
-    created.push(s.id);
+    const s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 24 });
     const desktop = connect(s.id, await mint(s.id, "writer"));
     const phone = connect(s.id, await mint(s.id, "writer"));
     await Promise.all([desktop, phone].map((c) => c.waitForMessage((m) => m.type === "live", "live")));
@@ -127,9 +115,12 @@ describe("resize policy", () => {
 describe("resize policy across hibernation", () => {
   it("keeps who typed last and each client's remembered size while the session object sleeps", { timeout: 120_000 }, async () => {
     // An edge of its own: its log says when a client was restored from its attachment.
-    const runnerToken = secret();
-    const edge = await startEdge({ apiKeys: "sleepy:sleepy-key", runnerToken });
-    const runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "resize-hibernation" });
+    const stack = await startSuiteStack({
+      apiKeys: "sleepy:sleepy-key",
+      runners: [{ runnerId: "resize-hibernation" }],
+      waitForRunners: false,
+    });
+    const { edge, runnerToken } = stack;
     try {
       await waitForRunners(edge.url, runnerToken, 1);
       const own = new Api(edge.url, "sleepy-key");
@@ -157,8 +148,7 @@ describe("resize policy across hibernation", () => {
       console.error("EDGE OUTPUT\n" + edge.output().slice(-6000));
       throw error;
     } finally {
-      await runner.stop();
-      await edge.stop();
+      await stack.stop();
     }
   });
 });

@@ -1,41 +1,47 @@
-// Retention of ended sessions (DESIGN §9): with SESSION_RETAIN_SEC=4 an ended session is purged
-// 4 s after it ended, as by DELETE ?purge=true: GET is 404, it leaves the list, its Redis stream
-// is gone, `session.deleted` is reported, and its id can be created again as a new session whose
-// output starts at 0 with none of the old bytes (and the old session's token does not reach it).
-// This file's own edge, Redis and runner (logging to that Redis), stopped in afterAll.
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+// Retention of ended sessions (docs/protocol.md §3, "Retention"; §4, "Timers"): with
+// SESSION_RETAIN_SEC=4 an ended session is purged 4 s after it ended, as by DELETE ?purge=true:
+// GET is 404, it leaves the list, its Redis stream is gone, `session.deleted` is reported, and
+// its id can be created again as a new session whose output starts at 0 with none of the old
+// bytes (and the old session's token does not reach it). This file's own edge, Redis and runner
+// (logging to that Redis), stopped after it.
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Session, TenantEvent } from "../shared/session.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, EventStreamClient, TermClient, fetchOutput, listRunners, tenantEvents, until } from "./harness.js";
-import { type RedisServer, cli, startRedis } from "./redis-server.js";
+import type { Edge, ManagedProcess } from "../scripts/stack.js";
+import {
+  Api,
+  type EventStreamClient,
+  SuiteCleanup,
+  TermClient,
+  fetchOutput,
+  startSuiteStack,
+  tenantEvents,
+  until,
+} from "./harness.js";
+import { type RedisServer, cli } from "./redis-server.js";
 
 const TENANT = "purger";
 const KEY = "retention-purge-key";
 const RETAIN_SEC = 4;
-const runnerToken = secret();
+const cleanup = new SuiteCleanup();
 let edge: Edge;
 let redis: RedisServer;
 let runner: ManagedProcess;
 let api: Api;
 let events: EventStreamClient;
-const clients: TermClient[] = [];
 
 beforeAll(async () => {
-  [edge, redis] = await Promise.all([
-    startEdge({ apiKeys: `${TENANT}:${KEY}`, runnerToken, vars: { SESSION_RETAIN_SEC: String(RETAIN_SEC) } }),
-    startRedis(),
-  ]);
-  runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "purge-runner", env: { REDIS_URL: redis.url } });
-  await until(async () => (await listRunners(edge.url, runnerToken)).length === 1, 30_000, "the runner");
+  const stack = await startSuiteStack(
+    {
+      apiKeys: `${TENANT}:${KEY}`,
+      vars: { SESSION_RETAIN_SEC: String(RETAIN_SEC) },
+      redis: true,
+      runners: [{ runnerId: "purge-runner" }],
+    },
+    cleanup,
+  );
+  ({ edge, redis } = stack);
+  [runner] = stack.runners;
   api = new Api(edge.url, KEY);
-});
-
-afterAll(async () => {
-  events?.close();
-  for (const c of clients) c.socket.terminate();
-  await runner?.stop();
-  await edge?.stop();
-  await redis?.stop();
 });
 
 /** The Redis streams of `sessionId` (one per incarnation): `ptyb:{tenant/id/incarnation}:out`. */
@@ -70,7 +76,7 @@ describe("SESSION_RETAIN_SEC", () => {
     onTestFailed(() => {
       console.error(`---- edge ----\n${edge.output().slice(-4000)}\n---- runner ----\n${runner.output().slice(-4000)}`);
     });
-    events = tenantEvents(edge.url, KEY);
+    events = cleanup.stream(tenantEvents(edge.url, KEY));
     await events.waitFor(() => events.status !== 0, "the events stream to open");
     expect(events.status).toBe(200);
 
@@ -129,8 +135,7 @@ describe("SESSION_RETAIN_SEC", () => {
     const again = await api.create({ id: old.id, command: "/bin/sh", args: ["-c", "echo new-marker-5678; read line"] });
     expect(again).toMatchObject({ id: old.id, status: "running", reason: null, exitedAt: null, exitCode: null });
     expect(ms(again.createdAt)).toBeGreaterThan(ms(old.createdAt));
-    const client = new TermClient(edge.url, old.id, KEY, { query: "from=0" });
-    clients.push(client);
+    const client = cleanup.client(new TermClient(edge.url, old.id, KEY, { query: "from=0" }));
     await client.waitForOutput("new-marker-5678");
     expect(client.messages.filter((m) => m.type === "gap")).toEqual([]);
     expect(client.startOffset).toBe(0);

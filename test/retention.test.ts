@@ -1,43 +1,30 @@
 // Issue 3: history trimmed by OUTPUT_RETAIN_BYTES. `from=0` gets `gap` up to `retainedFrom`,
 // then exactly the bytes from there; without `from`, the retained bytes with no gap.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, SseClient, TermClient, fetchOutput, waitForRunners } from "./harness.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Edge } from "../scripts/stack.js";
+import { Api, SseClient, SuiteCleanup, TermClient, fetchOutput, startSuiteStack } from "./harness.js";
 
 const RETAIN = 256 * 1024;
 /** Output chunk size of this suite's runner: the log is trimmed a whole chunk at a time. */
 const CHUNK = 64 * 1024;
 const KEY = "retention-key";
+const cleanup = new SuiteCleanup();
 let edge: Edge;
-let runner: ManagedProcess;
-let redis: RedisServer;
 let api: Api;
-const state = mkdtempSync(join(tmpdir(), "ptybroker-retention-"));
+const state = cleanup.tempFolder("ptybroker-retention-");
 
 beforeAll(async () => {
-  const runnerToken = secret();
-  [edge, redis] = await Promise.all([
-    startEdge({ apiKeys: `acme:${KEY}`, runnerToken, persistTo: join(state, "edge") }),
-    startRedis(),
-  ]);
-  runner = startRunner({
-    brokerUrl: edge.url,
-    runnerToken,
-    env: { REDIS_URL: redis.url, OUTPUT_RETAIN_BYTES: String(RETAIN), COALESCE_BYTES: String(CHUNK) },
-  });
-  await waitForRunners(edge.url, runnerToken, 1);
+  ({ edge } = await startSuiteStack(
+    {
+      apiKeys: `acme:${KEY}`,
+      persistTo: join(state, "edge"),
+      redis: true,
+      runners: [{ env: { OUTPUT_RETAIN_BYTES: String(RETAIN), COALESCE_BYTES: String(CHUNK) } }],
+    },
+    cleanup,
+  ));
   api = new Api(edge.url, KEY);
-});
-
-afterAll(async () => {
-  await runner?.stop();
-  await edge?.stop();
-  await redis?.stop();
-  rmSync(state, { recursive: true, force: true });
 });
 
 function seqOutput(n: number): Buffer {

@@ -1,24 +1,18 @@
-// Trust between the edge and runners (DESIGN §12), attacked end to end: an impostor holding the
-// shared RUNNER_TOKEN (what a session could once read from the runner's environment) dialling
-// another tenant's session link; runners with per-runner credentials lying about their tenants
-// or reusing another runner's id; and a purged id created again (incarnations).
+// Trust between the edge and runners (docs/security.md), attacked end to end: an impostor holding
+// the shared RUNNER_TOKEN (what a session could once read from the runner's environment) dialling
+// another tenant's session link; runners with per-runner credentials lying about their tenants or
+// reusing another runner's id; and a purged id created again (incarnations).
 import WebSocket from "ws";
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import { describe, expect, inject, it } from "vitest";
+import { type Edge, secret, startEdge, startRunner } from "../scripts/stack.js";
 import { mintRunnerCredential } from "../shared/runner-credential.js";
 import { encodeOutput } from "../shared/protocol.js";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, fetchOutput, line, until, waitForRunners } from "./harness.js";
+import { Api, TermClient, fetchOutput, line, onSharedStack, until, waitForRunners } from "./harness.js";
 
-const url = inject("edgeUrl");
+const suite = onSharedStack();
+const { url, api: acme, cleanup } = suite;
 const runnerToken = inject("runnerToken");
-const acme = new Api(url, TENANTS.acme);
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
-
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
 
 /** Dials a session link as an impostor would; resolves with the upgrade's status (101 if accepted). */
 function dialLink(
@@ -48,10 +42,8 @@ function dialLink(
 
 describe("session links", () => {
   it("refuses an impostor with RUNNER_TOKEN: looping link dials claiming `exited` change nothing", async () => {
-    const s = await acme.create(BASH);
-    cleanups.push(() => acme.destroy(s.id));
-    const client = new TermClient(url, s.id, TENANTS.acme);
-    cleanups.push(() => client.socket.terminate());
+    const s = await suite.session(BASH);
+    const client = suite.connect(s.id);
     await client.opened;
 
     const statuses = new Set<number>();
@@ -89,12 +81,10 @@ describe("incarnations", () => {
     expect((await new Api(url, viewer).request("GET", `/v1/sessions/${id}`)).status).toBe(200);
     expect((await acme.request("DELETE", `/v1/sessions/${id}?purge=true`)).status).toBe(200);
 
-    const second = await acme.create({ ...BASH, id });
-    cleanups.push(() => acme.destroy(id));
+    const second = await suite.session({ ...BASH, id });
     expect(second.id).toBe(first.id);
     // The new session's log starts empty: nothing of the first life, from any offset.
-    const replay = new TermClient(url, id, TENANTS.acme, { query: "from=0" });
-    cleanups.push(() => replay.socket.terminate());
+    const replay = suite.connect(id, { query: "from=0" });
     await replay.opened;
     replay.send("echo second-life-$((40+3))\n");
     await replay.waitForOutput(line("second-life-43"));
@@ -124,23 +114,24 @@ describe("per-runner credentials", () => {
   it("takes a runner's id and tenants from its credential: a lying runner never hosts another tenant, a second one with the id is refused", async () => {
     const runnerSecret = secret();
     const keys = { acme: "acme-cred-key", globex: "globex-cred-key" };
-    const edge: Edge = await startEdge({
-      apiKeys: `acme:${keys.acme},globex:${keys.globex}`,
-      runnerToken: secret(),
-      runnerSecret,
-    });
-    cleanups.push(() => edge.stop());
-    const runners: ManagedProcess[] = [];
-    cleanups.push(() => Promise.all(runners.map((r) => r.stop())));
+    // Stopped after the file, its runners first.
+    const edge: Edge = cleanup.edge(
+      await startEdge({
+        apiKeys: `acme:${keys.acme},globex:${keys.globex}`,
+        runnerToken: secret(),
+        runnerSecret,
+      }),
+    );
     const credential = await mintRunnerCredential(runnerSecret, { runnerId: "globex-only", tenants: ["globex"] });
     // It claims acme (RUNNER_TENANTS) and another id (RUNNER_ID): the credential decides.
-    const liar = startRunner({
-      brokerUrl: edge.url,
-      runnerToken: credential,
-      runnerId: "acme-runner",
-      env: { RUNNER_TENANTS: "acme" },
-    });
-    runners.push(liar);
+    cleanup.runner(
+      startRunner({
+        brokerUrl: edge.url,
+        runnerToken: credential,
+        runnerId: "acme-runner",
+        env: { RUNNER_TENANTS: "acme" },
+      }),
+    );
     await waitForRunners(edge.url, credential, 1);
     const runnersListed = async () =>
       (
@@ -163,8 +154,7 @@ describe("per-runner credentials", () => {
     expect(await dialLink(edge.url, "acme", "anything", credential)).toBe(404);
 
     // A second runner with the same credential (a copy, or a thief) is refused while the first lives.
-    const twin = startRunner({ brokerUrl: edge.url, runnerToken: credential });
-    runners.push(twin);
+    const twin = cleanup.runner(startRunner({ brokerUrl: edge.url, runnerToken: credential }));
     await until(() => twin.output().includes('"code":4009'), 20_000, "the twin to be refused");
     expect(await runnersListed()).toHaveLength(1);
     // The first runner still hosts its session.

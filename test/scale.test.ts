@@ -2,10 +2,9 @@
 // link stalls (workerd's "expected !currentlySending" under load), no replay or connect refused
 // with 1013, every client gets its output byte for byte. A stack of its own with raised limits.
 import { writeFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, TermClient, line, waitForRunners } from "./harness.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import type { Edge, ManagedProcess } from "../scripts/stack.js";
+import { Api, SuiteCleanup, TermClient, line, startSuiteStack } from "./harness.js";
 
 const KEY = "scale-key";
 const SESSIONS = 300;
@@ -13,34 +12,22 @@ const SESSIONS = 300;
 const ROUNDS = 150;
 const LINES = 300;
 
+const cleanup = new SuiteCleanup();
 let edge: Edge;
-let redis: RedisServer;
-const runners: ManagedProcess[] = [];
+let runners: ManagedProcess[];
 let api: Api;
 
 beforeAll(async () => {
-  const runnerToken = secret();
-  [edge, redis] = await Promise.all([
-    startEdge({
+  ({ edge, runners } = await startSuiteStack(
+    {
       apiKeys: `scaled:${KEY}`,
-      runnerToken,
       vars: { MAX_SESSIONS_PER_TENANT: String(SESSIONS + 20), MAX_CREATES_PER_MINUTE: "100000" },
-    }),
-    startRedis(),
-  ]);
-  for (const id of ["scale-a", "scale-b"]) {
-    runners.push(
-      startRunner({ brokerUrl: edge.url, runnerToken, runnerId: id, capacity: 200, env: { REDIS_URL: redis.url } }),
-    );
-  }
-  await waitForRunners(edge.url, runnerToken, 2);
+      redis: true,
+      runners: ["scale-a", "scale-b"].map((runnerId) => ({ runnerId, capacity: 200 })),
+    },
+    cleanup,
+  ));
   api = new Api(edge.url, KEY);
-});
-
-afterAll(async () => {
-  await Promise.all(runners.map((r) => r.stop()));
-  await edge?.stop();
-  await redis?.stop();
 });
 
 /** Runs `work` over `items`, `limit` at a time. */

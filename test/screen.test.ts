@@ -1,74 +1,40 @@
-// Issue 15, the screen (DESIGN §10, §5, §6) on the real stack: `GET .../screen` as json, text
-// and ansi (the ansi bytes drawn by @xterm/headless must show the json's lines) for a shell, a
-// full-screen program (less) in the alternate screen, a title, an ended session and a session
-// whose runner was SIGKILLed (rebuilt from the Redis log by another runner); `from=screen` over a
-// framed and a raw WebSocket and over SSE on 4 MB of history (a small repaint, then output
-// continuing exactly at its offset, compared byte for byte with `GET .../output`); and
-// `onLag=screen`, a paused framed client on a flood that is moved on (gap, screen, live) rather
-// than cut. The last two run on an edge, Redis and runners of this file's own, stopped by PID.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it, onTestFailed } from "vitest";
+// Issue 15, the screen (docs/protocol.md §3, "Agents"; §5; §5b) on the real stack:
+// `GET .../screen` as json, text and ansi (the ansi bytes drawn by @xterm/headless must show the
+// json's lines) for a shell, a full-screen program (less) in the alternate screen, a title, an
+// ended session and a session whose runner was SIGKILLed (rebuilt from the Redis log by another
+// runner); `from=screen` over a framed and a raw WebSocket and over SSE on 4 MB of history (a
+// small repaint, then output continuing exactly at its offset, compared byte for byte with
+// `GET .../output`); and `onLag=screen`, a paused framed client on a flood that is moved on (gap,
+// screen, live) rather than cut. The last two run on an edge, Redis and runners of this file's
+// own, stopped by PID.
+import { beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { ScreenState } from "../shared/agent.js";
 import type { Session } from "../shared/session.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import type { Edge, ManagedProcess } from "../scripts/stack.js";
 import { TENANTS } from "./global-setup.js";
 import {
   Api,
   SseClient,
+  type SuiteStack,
   TermClient,
   line,
-  listRunners,
-  liveSessionProcesses,
+  onSharedStack,
   renderScreen,
+  startSuiteStack,
   until,
 } from "./harness.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: { api: Api; id: string }[] = [];
-const clients: TermClient[] = [];
-const streams: SseClient[] = [];
+// This file's own stack (the SIGKILLed runner, onLag=screen) is the cleanup's too, stopped after
+// the file, and so are the processes of the session whose runner was SIGKILLed.
+const suite = onSharedStack();
+const { url, api, cleanup } = suite;
 
-// This file's own stack (the SIGKILLed runner, onLag=screen), stopped in afterAll.
-const edges = new Set<Edge>();
-const runners = new Set<ManagedProcess>();
-const redises = new Set<RedisServer>();
-const folders: string[] = [];
-/** Session leaders whose processes must not outlive the test (their runner was SIGKILLed). */
-const orphanSessions: number[] = [];
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  for (const stream of streams) stream.close();
-  await Promise.all(created.map(({ api: on, id }) => on.destroy(id)));
-  await Promise.all([...runners].map((r) => r.stop()));
-  await Promise.all([...edges].map((e) => e.stop()));
-  await Promise.all([...redises].map((r) => r.stop()));
-  for (const sid of orphanSessions) {
-    for (const pid of liveSessionProcesses(sid)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // gone meanwhile
-      }
-    }
-  }
-  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
-});
-
-async function session(body: Record<string, unknown> = {}, on: Api = api): Promise<Session> {
-  const s = await on.create(body);
-  created.push({ api: on, id: s.id });
-  return s;
+function session(body: Record<string, unknown> = {}, on: Api = api): Promise<Session> {
+  return suite.session(body, on);
 }
 
 function connect(id: string, query: string, on: { url: string; key: string } = { url, key: TENANTS.acme }): TermClient {
-  const client = new TermClient(on.url, id, on.key, { query });
-  clients.push(client);
-  return client;
+  return cleanup.client(new TermClient(on.url, id, on.key, { query }));
 }
 
 /** The screen once it has read every byte the session has produced, and `check` holds for it. */
@@ -284,8 +250,7 @@ describe("from=screen on 4 MB of history", () => {
 
   it("SSE: a screen event (id = its offset), then data events from that offset", async () => {
     const snap = await settledScreen(s.id);
-    const stream = new SseClient(url, s.id, TENANTS.acme, { query: "from=screen" });
-    streams.push(stream);
+    const stream = cleanup.stream(new SseClient(url, s.id, TENANTS.acme, { query: "from=screen" }));
     await stream.waitFor(() => stream.events.length > 0, "the first event");
     const first = stream.events[0] as { event: string; id: string | undefined; data: string };
     expect(stream.status).toBe(200);
@@ -318,55 +283,33 @@ describe("from=screen on 4 MB of history", () => {
 describe("on a stack of this file's own", () => {
   const TENANT = "screens";
   const KEY = "screens-key";
-  const runnerToken = secret();
   /** Small, so that a few MB of flood put a paused client well past it. */
   const MAX_CLIENT_LAG_BYTES = 1024 * 1024;
+  let stack: SuiteStack;
   let edge: Edge;
-  let redis: RedisServer;
   let own: Api;
   let first: ManagedProcess;
 
-  function launchRunner(runnerId: string): ManagedProcess {
-    const runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId, env: { REDIS_URL: redis.url } });
-    runners.add(runner);
-    return runner;
-  }
-
-  async function waitForRunner(runnerId: string): Promise<void> {
-    await until(
-      async () => (await listRunners(edge.url, runnerToken)).some((r) => r.runnerId === runnerId),
-      30_000,
-      `runner ${runnerId}`,
-    );
-  }
-
   function dumpOnFailure(): void {
     onTestFailed(() => {
-      for (const proc of [edge, ...runners]) console.error(`---- pid ${proc.pid} ----\n${proc.output().slice(-6000)}`);
+      for (const proc of [edge, ...cleanup.runners]) console.error(`---- pid ${proc.pid} ----\n${proc.output().slice(-6000)}`);
     });
   }
 
   beforeAll(async () => {
-    const persistTo = mkdtempSync(join(tmpdir(), "ptybroker-screen-"));
-    folders.push(persistTo);
-    [edge, redis] = await Promise.all([
-      startEdge({
+    stack = await startSuiteStack(
+      {
         apiKeys: `${TENANT}:${KEY}`,
-        runnerToken,
-        persistTo,
+        persistTo: cleanup.tempFolder("ptybroker-screen-"),
         vars: { MAX_CLIENT_LAG_BYTES: String(MAX_CLIENT_LAG_BYTES), LINK_GRACE_MS: "3000" },
-      }).then((e) => {
-        edges.add(e);
-        return e;
-      }),
-      startRedis().then((r) => {
-        redises.add(r);
-        return r;
-      }),
-    ]);
+        redis: true,
+        runners: [{ runnerId: "screen-first" }],
+      },
+      cleanup,
+    );
+    edge = stack.edge;
     own = new Api(edge.url, KEY);
-    first = launchRunner("screen-first");
-    await waitForRunner("screen-first");
+    [first] = stack.runners;
   }, 90_000);
 
   it("onLag=screen: a paused framed client on a flood gets gap, screen, then live, and stays connected", { timeout: 120_000 }, async () => {
@@ -458,7 +401,7 @@ describe("on a stack of this file's own", () => {
     dumpOnFailure();
     const s = await session({ command: "/bin/bash", args: ["--norc", "--noprofile"], cols: 80, rows: 12 }, own);
     const sid = s.pid as number;
-    orphanSessions.push(sid);
+    cleanup.orphanSession(sid);
     // Output at one size, then another size: the rebuild must replay the resize where it happened.
     await own.inputAt(s.id, `echo ${"w".repeat(70)}\r`);
     await settledScreen(s.id, (screen) => screen.lines.includes("w".repeat(70)), own);
@@ -471,12 +414,12 @@ describe("on a stack of this file's own", () => {
 
     first.kill("SIGKILL");
     await first.exited;
-    runners.delete(first);
+    cleanup.runners.delete(first);
     await until(async () => (await own.get(s.id)).status === "lost", 30_000, "status lost");
     expect((await own.get(s.id)).offset).toBe(snap.offset);
 
-    launchRunner("screen-second");
-    await waitForRunner("screen-second");
+    stack.startRunner({ runnerId: "screen-second" });
+    await stack.waitForRunner("screen-second");
     const rebuilt = await until(
       async () => {
         const res = await own.request<ScreenState>("GET", `/v1/sessions/${s.id}/screen`);

@@ -1,18 +1,20 @@
 // The SDK (`client/`) against the real stack, used the way an agent platform uses it.
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type BrokerEvent, type ConnectionState, type Pty, PtyBroker, PtyBrokerError } from "../client/index.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, fetchOutput, line, sha256, until } from "./harness.js";
-import { startProxy, type TcpProxy } from "./tcp-proxy.js";
+import { fetchOutput, line, onSharedStack, sha256, until } from "./harness.js";
+import { startProxy } from "./tcp-proxy.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
+const suite = onSharedStack();
+const { url, api, cleanup } = suite;
 const broker = new PtyBroker({ url, apiKey: TENANTS.acme });
+/** Closed first, before their sessions are purged. */
 const ptys: Pty[] = [];
-const sessions: string[] = [];
-const proxies: TcpProxy[] = [];
+cleanup.first(() => {
+  for (const p of ptys) p.close();
+});
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
 /** Collects a terminal's output as text, with waits driven by its data events. */
@@ -53,15 +55,9 @@ function recorder(pty: Pty) {
 async function track(pty: Promise<Pty>): Promise<Pty> {
   const p = await pty;
   ptys.push(p);
-  sessions.push(p.id);
+  suite.purgeLater(p.id);
   return p;
 }
-
-afterAll(async () => {
-  for (const p of ptys) p.close();
-  await Promise.all(sessions.map((id) => api.destroy(id)));
-  await Promise.all(proxies.map((p) => p.close()));
-});
 
 describe("SDK", () => {
   it("runs the Daytona example: prompt, answer, resize, stty size, exit code", async () => {
@@ -144,7 +140,7 @@ describe("SDK", () => {
 
   it("reconnects through forced drops mid-output and loses and duplicates nothing", async () => {
     const proxy = await startProxy(Number(new URL(url).port));
-    proxies.push(proxy);
+    cleanup.proxy(proxy);
     const viaProxy = new PtyBroker({ url: `http://127.0.0.1:${proxy.port}`, apiKey: TENANTS.acme });
     const pty = await track(viaProxy.create({ ...BASH, reconnect: { baseMs: 50, maxMs: 500 } }));
     const out = recorder(pty);
@@ -211,7 +207,7 @@ describe("SDK", () => {
       env: { ...process.env, URL: url, KEY: TENANTS.acme },
     });
     const result = JSON.parse(stdout);
-    sessions.push(result.id);
+    suite.purgeLater(result.id);
     expect(result).toMatchObject({ exit: { status: "exited", exitCode: 4, signal: null }, sawAnswer: true });
   });
 });
@@ -219,7 +215,7 @@ describe("SDK", () => {
 describe("SDK: lifecycle events, paging, update", () => {
   it("events() sees created → exited → deleted in order, and resumes across a dead network without a repeat or a miss", async () => {
     const proxy = await startProxy(Number(new URL(url).port));
-    proxies.push(proxy);
+    cleanup.proxy(proxy);
     // Only the event stream goes through the proxy; everything else goes straight to the edge.
     // Each request's AbortSignal is kept: aborting it is how fetch closes a request.
     const requests: AbortSignal[] = [];
@@ -246,7 +242,7 @@ describe("SDK: lifecycle events, paging, update", () => {
 
     const session = await broker.createSession({ ...BASH, label: "sdk-events" });
     id = session.id;
-    sessions.push(id);
+    suite.purgeLater(id);
     await until(() => mine().some((e) => e.type === "session.created"), 15_000, "session.created");
     await until(async () => (await api.get(id)).status === "running", 15_000, "the shell running");
 
@@ -320,7 +316,7 @@ describe("SDK: lifecycle events, paging, update", () => {
     for (let i = 0; i < 23; i++) {
       const s = await broker.createSession({ command: "/bin/true", tags: [tag] });
       created.push(s.id);
-      sessions.push(s.id);
+      suite.purgeLater(s.id);
     }
     const requests: string[] = [];
     const counting = new PtyBroker({
@@ -370,7 +366,7 @@ describe("SDK: lifecycle events, paging, update", () => {
 
   it("exec answers exit, streams apart and an id that replays; create({pty: false}) with onStdout, onStderr and closeStdin; recording()", async () => {
     const r = await broker.exec("/bin/sh", { args: ["-c", "tr a-z A-Z; echo oops >&2; exit 3"], stdin: "hello\n" });
-    sessions.push(r.id);
+    suite.purgeLater(r.id);
     expect(r).toMatchObject({ exitCode: 3, signal: null, stdout: "HELLO\n", stderr: "oops\n", truncated: false, timedOut: false });
     expect((await broker.get(r.id)).pty).toBe(false);
     expect(Buffer.from((await broker.output(r.id, { stream: "stderr" })).bytes).toString()).toBe("oops\n");
@@ -405,7 +401,7 @@ describe("SDK: lifecycle events, paging, update", () => {
     await expect(broker.createSession({ pty: false, command: "/bin/cat", cols: 100 })).rejects.toMatchObject({ code: "INVALID_REQUEST", status: 400 });
 
     const cat = await broker.createSession({ pty: false, command: "/bin/sh", args: ["-c", "cat; echo bye >&2"] });
-    sessions.push(cat.id);
+    suite.purgeLater(cat.id);
     expect(cat.pty).toBe(false);
     expect(await broker.input(cat.id, "abc", { eof: true })).toMatchObject({ bytes: 3 });
     expect(await broker.wait(cat.id, { timeoutSec: 30 })).toMatchObject({ status: "exited", exitCode: 0 });
@@ -415,7 +411,7 @@ describe("SDK: lifecycle events, paging, update", () => {
 
     // the process outlives the eof: input after it is CONFLICT while it still runs
     const held = await broker.createSession({ pty: false, command: "/bin/sh", args: ["-c", "cat; sleep 30"] });
-    sessions.push(held.id);
+    suite.purgeLater(held.id);
     await broker.input(held.id, "", { eof: true });
     await expect(broker.input(held.id, "more")).rejects.toMatchObject({ code: "CONFLICT", status: 409 });
     await broker.kill(held.id);

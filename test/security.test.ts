@@ -3,35 +3,36 @@
 // session's environment and cwd, and the limits (on a stack of its own with small limits).
 import { sign } from "hono/jwt";
 import WebSocket from "ws";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import type { Edge, ManagedProcess } from "../scripts/stack.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, SseClient, TermClient, fetchOutput, line, parentPid, until, waitForRunners } from "./harness.js";
+import {
+  Api,
+  SseClient,
+  type SuiteStack,
+  SuiteCleanup,
+  TermClient,
+  fetchOutput,
+  line,
+  onSharedStack,
+  parentPid,
+  startSuiteStack,
+  until,
+  waitForRunners,
+} from "./harness.js";
 
-const url = inject("edgeUrl");
+const suite = onSharedStack();
+const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
 const tokenSecret = inject("tokenSecret");
-const acme = new Api(url, TENANTS.acme);
-const globex = new Api(url, TENANTS.globex);
-const created: { api: Api; id: string }[] = [];
-const clients: TermClient[] = [];
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.map(({ api, id }) => api.destroy(id)));
-});
-
-async function session(api: Api, body: Record<string, unknown> = BASH) {
-  const s = await api.create(body);
-  created.push({ api, id: s.id });
-  return s;
+function session(api: Api, body: Record<string, unknown> = BASH) {
+  return suite.session(body, api);
 }
 
 function connect(id: string, key: string, query?: string) {
-  const client = new TermClient(url, id, key, { query });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query }, key);
 }
 
 async function mint(id: string, role: "viewer" | "writer", ttlSec?: number): Promise<string> {
@@ -290,34 +291,27 @@ describe("limits", () => {
   /** Sessions acme created on this stack, for the create rate (5 a minute). */
   let acmeCreates = 0;
 
-  beforeAll(async () => {
-    const token = secret();
-    limitsToken = token;
-    edge = await startEdge({
-      apiKeys: "acme:limits-acme,globex:limits-globex",
-      runnerToken: token,
-      vars: { MAX_SESSIONS_PER_TENANT: "2", MAX_CLIENTS_PER_SESSION: "2", MAX_CREATES_PER_MINUTE: "5" },
-    });
-    runner = startRunner({ brokerUrl: edge.url, runnerToken: token });
-    await waitForRunners(edge.url, token, 1);
-    small = { acme: new Api(edge.url, "limits-acme"), globex: new Api(edge.url, "limits-globex") };
-  });
+  let stack: SuiteStack;
+  const limits = new SuiteCleanup();
 
-  afterAll(async () => {
-    await globexOnly?.stop();
-    await runner?.stop();
-    await edge?.stop();
+  beforeAll(async () => {
+    stack = await startSuiteStack(
+      {
+        apiKeys: "acme:limits-acme,globex:limits-globex",
+        vars: { MAX_SESSIONS_PER_TENANT: "2", MAX_CLIENTS_PER_SESSION: "2", MAX_CREATES_PER_MINUTE: "5" },
+        runners: [{}],
+      },
+      limits,
+    );
+    ({ edge, runnerToken: limitsToken } = stack);
+    [runner] = stack.runners;
+    small = { acme: new Api(edge.url, "limits-acme"), globex: new Api(edge.url, "limits-globex") };
   });
 
   let globexOnly: ManagedProcess | undefined;
 
   it("places a tenant's sessions only on runners that serve it (RUNNER_TENANTS)", async () => {
-    globexOnly = startRunner({
-      brokerUrl: edge.url,
-      runnerToken: limitsToken,
-      runnerId: "globex-only",
-      env: { RUNNER_TENANTS: "globex" },
-    });
+    globexOnly = stack.startRunner({ runnerId: "globex-only", env: { RUNNER_TENANTS: "globex" } });
     await waitForRunners(edge.url, limitsToken, 2);
     const sleep = { command: "/bin/sleep", args: ["60"] };
     // The restricted runner is the emptier one, so without the rule it would get acme's sessions.

@@ -1,29 +1,18 @@
 // Issue 3: a client that stops reading during a 40 MB flood is cut with 4008 without stalling
 // the process or the other client, and resumes by offset from the log.
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, line, sha256 } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { line, onSharedStack, sha256 } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const clients: TermClient[] = [];
-
-afterAll(async () => {
-  for (const client of clients) client.socket.terminate();
-  await Promise.all(created.map((id) => api.destroy(id)));
-});
+const suite = onSharedStack();
+const { api } = suite;
 
 function connect(id: string, query: string) {
-  const client = new TermClient(url, id, TENANTS.acme, { query });
-  clients.push(client);
-  return client;
+  return suite.connect(id, { query });
 }
 
 describe("slow consumers", () => {
   it("cuts a client that stops reading with 4008; the other gets every byte; the cut one resumes", { timeout: 180_000 }, async () => {
-    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
-    created.push(s.id);
+    const s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
     const fast = connect(s.id, "from=live");
     const slow = connect(s.id, "from=live");
     await fast.waitForMessage((m) => m.type === "live", "live");

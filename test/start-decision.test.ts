@@ -2,28 +2,28 @@
 // runs (and says so, even late) or is `failed` and its runner is refused the link, so the
 // process never starts. Before, a session could answer `failed` while the runner had already
 // started its process (its `started` still queued), which then printed and was SIGKILLed.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, until, waitForRunners } from "./harness.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { ManagedProcess } from "../scripts/stack.js";
+import { Api, SuiteCleanup, startSuiteStack, until } from "./harness.js";
 
 const KEY = "starter-key";
-const runnerToken = secret();
-let edge: Edge;
+const cleanup = new SuiteCleanup();
 let runner: ManagedProcess;
 let api: Api;
 
 beforeAll(async () => {
   // 150 ms: about what a start takes here, so under 30 concurrent creates some finish first and
   // some do not, and some have their link open with `started` still to come.
-  edge = await startEdge({ apiKeys: `starter:${KEY}`, runnerToken, vars: { START_TIMEOUT_MS: "150", MAX_CREATES_PER_MINUTE: "1000" } });
-  runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "starter-runner" });
-  await waitForRunners(edge.url, runnerToken, 1);
-  api = new Api(edge.url, KEY);
-});
-
-afterAll(async () => {
-  await runner?.stop();
-  await edge?.stop();
+  const stack = await startSuiteStack(
+    {
+      apiKeys: `starter:${KEY}`,
+      vars: { START_TIMEOUT_MS: "150", MAX_CREATES_PER_MINUTE: "1000" },
+      runners: [{ runnerId: "starter-runner" }],
+    },
+    cleanup,
+  );
+  [runner] = stack.runners;
+  api = new Api(stack.edge.url, KEY);
 });
 
 /** The runner's log lines about one session (its key is `starter/<id>/<incarnation>`). */

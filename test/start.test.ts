@@ -1,17 +1,17 @@
 // `npm start` as a person runs it, and `npm run build` while a stack serves the page.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { freePort, ROOT } from "../scripts/stack.js";
-import { until } from "./harness.js";
+import { SuiteCleanup, until } from "./harness.js";
 
-const scratch = mkdtempSync(join(tmpdir(), "ptyb-start-"));
+const cleanup = new SuiteCleanup();
+const scratch = cleanup.tempFolder("ptyb-start-");
 const started: ChildProcess[] = [];
 
-afterAll(() => {
+cleanup.first(() => {
   // Whatever a failed test left: its process group, by the leader's pid (only what we started).
   for (const child of started) {
     try {
@@ -20,7 +20,6 @@ afterAll(() => {
       // gone
     }
   }
-  rmSync(scratch, { recursive: true, force: true });
 });
 
 /** The direct children of `pid`, from every thread's children list. */

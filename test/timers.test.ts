@@ -1,40 +1,23 @@
-// Session timers (DESIGN §9): `timeoutSec`, `idleTimeoutSec` and `detachedTimeoutSec` end a
-// session as DELETE does (SIGHUP, then SIGKILL after 2 s) with `reason` saying which one fired;
-// PATCH moves them; they hold across an edge restart. Played end to end on the real stack: the
-// shared edge for most, an edge of this file's own (with its Durable Object storage kept in a
-// folder) for the restart. "Still running" is judged after a later event that proves the time
-// passed (another session's timer fired, or the clock passed the point), never by a bare sleep.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, inject, it, onTestFailed } from "vitest";
+// Session timers (docs/protocol.md §4, "Timers"): `timeoutSec`, `idleTimeoutSec` and
+// `detachedTimeoutSec` end a session as DELETE does (SIGHUP, then SIGKILL after 2 s) with
+// `reason` saying which one fired; PATCH moves them; they hold across an edge restart. Played end
+// to end on the real stack: the shared edge for most, an edge of this file's own (with its
+// Durable Object storage kept in a folder) for the restart. "Still running" is judged after a
+// later event that proves the time passed (another session's timer fired, or the clock passed the
+// point), never by a bare sleep.
+import { describe, expect, it, onTestFailed } from "vitest";
 import type { Session } from "../shared/session.js";
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
+import { secret, startEdge } from "../scripts/stack.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, TermClient, listRunners, until } from "./harness.js";
+import { Api, listRunners, onSharedStack, startSuiteStack, until } from "./harness.js";
 
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
-const created: string[] = [];
-const clients: TermClient[] = [];
+// The restart scenario's own processes and folder are the cleanup's too, stopped and removed after the file.
+const suite = onSharedStack({ clients: "close" });
+const { url, api, cleanup } = suite;
 
-// The restart scenario's own processes and folder, stopped and removed in afterAll.
-const edges = new Set<Edge>();
-const runners = new Set<ManagedProcess>();
-const folders: string[] = [];
-
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(created.map((id) => api.destroy(id)));
-  await Promise.all([...runners].map((r) => r.stop()));
-  await Promise.all([...edges].map((e) => e.stop()));
-  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
-});
-
-async function session(body: Record<string, unknown>, on: Api = api): Promise<Session> {
-  const s = await on.create(body);
-  if (on === api) created.push(s.id);
-  return s;
+/** A session; purged after the file when it is on the shared edge. */
+function session(body: Record<string, unknown>, on: Api = api): Promise<Session> {
+  return on === api ? suite.session(body) : on.create(body);
 }
 
 const SLEEP = { command: "/bin/sleep", args: ["120"] };
@@ -91,8 +74,7 @@ describe("timeoutSec", () => {
     expect(ms(a.expiresAt)).toBeLessThanOrEqual(after + 3000);
 
     // A client attached to it is told why it ended.
-    const client = new TermClient(url, a.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(a.id);
     await client.waitForMessage((m) => m.type === "hello", "hello");
 
     const ended = await waitEnded(a.id);
@@ -164,8 +146,7 @@ describe("detachedTimeoutSec", () => {
   it("does not fire while a WebSocket client stays attached, fires 3 s after it leaves (reason detached)", async () => {
     const attached = await session({ ...SLEEP, detachedTimeoutSec: 3 });
     expect(attached).toMatchObject({ status: "running", detachedTimeoutSec: 3, reason: null });
-    const client = new TermClient(url, attached.id, TENANTS.acme);
-    clients.push(client);
+    const client = suite.connect(attached.id);
     await client.waitForMessage((m) => m.type === "hello", "hello");
     // Never attached: counted from create.
     const lonely = await session({ ...SLEEP, detachedTimeoutSec: 3 });
@@ -249,13 +230,14 @@ describe("timers across an edge restart", () => {
   it("fires a timeoutSec set before the edge restarts after it comes back (reason timeout)", async () => {
     const runnerToken = secret();
     const key = "timers-restart-key";
-    const persistTo = mkdtempSync(join(tmpdir(), "ptybroker-timers-"));
-    folders.push(persistTo);
+    const persistTo = cleanup.tempFolder("ptybroker-timers-");
     const edgeOptions = { apiKeys: `timekeeper:${key}`, runnerToken, persistTo };
-    let edge = await startEdge(edgeOptions);
-    edges.add(edge);
-    const runner = startRunner({ brokerUrl: edge.url, runnerToken, runnerId: "timers-restart-runner" });
-    runners.add(runner);
+    const stack = await startSuiteStack(
+      { ...edgeOptions, runners: [{ runnerId: "timers-restart-runner" }], waitForRunners: false },
+      cleanup,
+    );
+    let edge = stack.edge;
+    const [runner] = stack.runners;
     onTestFailed(() => {
       console.error(`---- edge ----\n${edge.output().slice(-4000)}\n---- runner ----\n${runner.output().slice(-4000)}`);
     });
@@ -271,9 +253,8 @@ describe("timers across an edge restart", () => {
     // Same port, same storage, same secrets: a restart, as a deploy would be.
     const port = edge.port;
     await edge.stop();
-    edges.delete(edge);
-    edge = await startEdge({ ...edgeOptions, port });
-    edges.add(edge);
+    cleanup.edges.delete(edge);
+    edge = cleanup.edge(await startEdge({ ...edgeOptions, port }));
     const back = await own.get(s.id);
     expect(back).toMatchObject({ timeoutSec: 15, expiresAt: s.expiresAt });
 

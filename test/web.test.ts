@@ -5,13 +5,13 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
 import { mkdirSync, readFileSync } from "node:fs";
 import { launchChromium } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, fetchOutput, until } from "./harness.js";
-import { type TcpProxy, startProxy } from "./tcp-proxy.js";
+import { fetchOutput, onSharedStack, until } from "./harness.js";
+import { startProxy } from "./tcp-proxy.js";
 
 // test/ compiles without the DOM library: the little of it the functions run in the page use.
 interface PageElement {
@@ -44,19 +44,19 @@ declare const window: { statesSeen?: string[] };
 const SHOTS = process.env.PTYB_SCREENSHOTS === "docs" ? join(ROOT, "docs") : join(ROOT, "dist/screenshots");
 mkdirSync(SHOTS, { recursive: true });
 const shot = (name: string) => join(SHOTS, name);
-const url = inject("edgeUrl");
-const api = new Api(url, TENANTS.acme);
+// The browser goes first; then the sessions the tests made and the proxies.
+const suite = onSharedStack();
+const { url, api, cleanup } = suite;
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
 let browser: Browser;
-const created = new Set<string>();
 const contexts = new Set<BrowserContext>();
-const proxies = new Set<TcpProxy>();
 /** Uncaught exceptions in the page: every test ends with none. */
 let pageErrors: string[] = [];
 
 beforeAll(async () => {
   browser = await launchChromium();
+  cleanup.first(() => browser.close());
 });
 
 afterEach(async () => {
@@ -65,12 +65,6 @@ afterEach(async () => {
   const errors = pageErrors;
   pageErrors = [];
   expect(errors).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await Promise.all([...proxies].map((p) => p.close()));
-  await Promise.all([...created].map((id) => api.destroy(id)));
 });
 
 /** A desktop window, and a phone (an iPhone 12–15's CSS pixels, touch, mobile viewport). */
@@ -170,7 +164,7 @@ function attachedId(page: Page): string {
   return id;
 }
 
-/** How `exitText` in web/main.ts words an ended session. */
+/** How `exitText` in web/ui.ts words an ended session. */
 function exitWords(s: { status: string; exitCode: number | null; signal: string | null; reason: string | null }): string {
   if (s.status !== "exited") return s.status;
   const how = s.exitCode !== null ? `code ${s.exitCode}` : s.signal;
@@ -186,7 +180,7 @@ describe("web page", () => {
     await status(page, "open").waitFor();
     expect(await page.locator("#status").textContent()).toBe("connected");
     const id = attachedId(page);
-    created.add(id);
+    suite.purgeLater(id);
 
     // Created with the terminal's size; the login shell's prompt is on screen.
     const shown = await waitForRow(page, /[$#>]$/);
@@ -232,7 +226,7 @@ describe("web page", () => {
 
   it("opens a share link with a viewer token read-only: output shows, typing never reaches the session", async () => {
     const s = await api.create({ ...BASH, label: "web-e2e-viewer" });
-    created.add(s.id);
+    suite.purgeLater(s.id);
     const minted = await api.request<{ token: string }>("POST", `/v1/sessions/${s.id}/tokens`, { role: "viewer" });
     expect(minted.status).toBe(201);
 
@@ -260,7 +254,7 @@ describe("web page", () => {
 
   it("downloads the open session's recording (asciicast v2, o events equal to the output) on a phone and a desktop; shows a pty: false session's stderr", async () => {
     const s = await api.create({ pty: false, command: "/bin/sh", args: ["-c", "echo to-out; echo to-err >&2; read x"] });
-    created.add(s.id);
+    suite.purgeLater(s.id);
     const minted = await api.request<{ token: string }>("POST", `/v1/sessions/${s.id}/tokens`, { role: "viewer" });
     for (const [device, name] of [
       [PHONE, "recording-phone.png"],
@@ -297,7 +291,7 @@ describe("web page", () => {
 
     const label = `web-e2e-list-${randomBytes(4).toString("hex")}`;
     const s = await api.create({ ...BASH, label });
-    created.add(s.id);
+    suite.purgeLater(s.id);
     await page.locator("#refresh").click();
     const row = page.locator("#sessions tbody tr", { hasText: label });
     await row.waitFor();
@@ -342,11 +336,11 @@ describe("web page", () => {
   it("shows reconnecting when the connection drops, then resumes without losing output", async () => {
     // The browser reaches the edge through a TCP proxy that can reset every connection at once.
     const proxy = await startProxy(Number(new URL(url).port));
-    proxies.add(proxy);
+    cleanup.proxy(proxy);
     const page = await openPage(proxy.url);
     await signIn(page);
     const s = await api.create({ ...BASH, label: "web-e2e-drop" });
-    created.add(s.id);
+    suite.purgeLater(s.id);
     await page.locator("#refresh").click();
     await page.locator(`#sessions tr[data-id="${s.id}"] button.attach`).click();
     await status(page, "open").waitFor();
@@ -394,7 +388,7 @@ describe("web page", () => {
     await page.locator("#new").click();
     await status(page, "open").waitFor();
     const id = attachedId(page);
-    created.add(id);
+    suite.purgeLater(id);
     // The drawer gave way to the terminal, created with what fits the phone's screen.
     expect(await page.locator("#sidebar").isHidden()).toBe(true);
     const session = await api.get(id);
@@ -478,7 +472,7 @@ describe("web page", () => {
     await desktop.locator("#new").click();
     await status(desktop, "open").waitFor();
     const id = attachedId(desktop);
-    created.add(id);
+    suite.purgeLater(id);
     const wide = await drawn(desktop);
     expect(wide.cols).toBeGreaterThan(80);
 
@@ -526,7 +520,7 @@ describe("web page", () => {
     await desktop.locator("#new").click();
     await status(desktop, "open").waitFor();
     const id = attachedId(desktop);
-    created.add(id);
+    suite.purgeLater(id);
     const wide = await drawn(desktop);
     await desktop.locator("#terminal").click();
     await desktop.keyboard.type("echo desk-$((1+1))");
@@ -574,7 +568,7 @@ describe("web page", () => {
 
   it("a writer whose size applies while it is still replaying a long history draws that size once live", async () => {
     const s = await api.create({ ...BASH, cols: 80, rows: 24, label: "web-e2e-long-history" });
-    created.add(s.id);
+    suite.purgeLater(s.id);
     await api.input(s.id, "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo big-$((5*5))\n");
     await until(async () => (await api.get(s.id)).offset > 3_000_000, 30_000, "3 MB of output");
     // `from=0`: the whole history is replayed, as asked (without it the page draws the screen).
@@ -590,7 +584,7 @@ describe("web page", () => {
 
   it("attaches to a long history by drawing its current screen: a few KiB over the socket, then live", async () => {
     const s = await api.create({ ...BASH, cols: 80, rows: 24, label: "web-e2e-screen" });
-    created.add(s.id);
+    suite.purgeLater(s.id);
     await api.input(s.id, "head -c 3000000 /dev/zero | tr '\\0' y; echo; echo screen-$((6*7))\n");
     await until(async () => (await api.get(s.id)).offset > 3_000_000, 30_000, "3 MB of output");
     const page = await openPage(`${url}/#session=${s.id}`);
@@ -614,7 +608,7 @@ describe("web page", () => {
     await signIn(page);
     await page.locator("#new").click();
     await status(page, "open").waitFor();
-    created.add(attachedId(page));
+    suite.purgeLater(attachedId(page));
     await waitForRow(page, /[$#>]$/);
     await page.locator("#terminal").click();
     await page.keyboard.type("printf '%.0s_' $(seq 1 40); echo; echo");
@@ -671,7 +665,7 @@ describe("web page", () => {
     const tag = randomBytes(4).toString("hex");
     const running = await api.create({ ...BASH, label: `web-e2e-running-${tag}` });
     const ended = [await api.create({ ...BASH, label: `web-e2e-ended-a-${tag}` }), await api.create({ ...BASH, label: `web-e2e-ended-b-${tag}` })];
-    for (const s of [running, ...ended]) created.add(s.id);
+    for (const s of [running, ...ended]) suite.purgeLater(s.id);
     for (const s of ended) await api.input(s.id, "exit 0\n");
     for (const s of ended) {
       await until(async () => (await api.get(s.id)).status === "exited", 15_000, `${s.id} to exit`);
