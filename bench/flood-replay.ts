@@ -2,8 +2,10 @@
 // through one session (one reading client), and the time to replay 8 MiB of history from Redis
 // (`from=<offset 8 MiB before the end>` until `live`). Medians of several runs.
 // Run: npx tsx bench/flood-replay.ts [--runs 3] [--mb 40]
-import { secret, startEdge, startRunner } from "../scripts/stack.js";
-import { Api, TermClient, line, waitForRunners } from "../test/harness.js";
+import { secret, startEdge, startRunner, waitForRunners } from "../scripts/stack.js";
+import { Api } from "../test/rest-client.js";
+import { TermClient } from "../test/term-client.js";
+import { line } from "../test/terminal-text.js";
 import { startRedis } from "../test/redis-server.js";
 import { descendantsNamed, rssKiB } from "./proc.js";
 

@@ -5,7 +5,7 @@
 // timer fires inside the window must be counted, or the count is not seeing the edge's logs.
 import type { Edge } from "../scripts/stack.js";
 import type { BenchStack } from "./stack.js";
-import { until } from "../test/harness.js";
+import { until } from "../test/waits.js";
 
 export interface IdleCost {
   sessions: number;

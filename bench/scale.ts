@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { cpSync, existsSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TermClient } from "../test/harness.js";
+import { TermClient } from "../test/term-client.js";
 import { descendantsNamed } from "./proc.js";
 import type { BenchStack, BenchStackOptions } from "./stack.js";
 

@@ -1,7 +1,7 @@
 // The stack a benchmark measures: the edge (wrangler dev → workerd), a real redis-server and one
 // runner logging to it, the same launcher `npm start` and the tests use. Stopped by PID.
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner, waitForRunners } from "../scripts/stack.js";
-import { Api } from "../test/harness.js";
+import { Api } from "../test/rest-client.js";
 import { type RedisServer, startRedis } from "../test/redis-server.js";
 import { descendantsNamed, rssKiB } from "./proc.js";
 
