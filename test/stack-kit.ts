@@ -1,6 +1,9 @@
 // Stacks of a suite's own: an edge (wrangler dev → workerd), a Redis if asked, runners (through
 // TCP proxies if asked), started in one call and waited for; and the edge's list of its runners.
 // The shared stack (test/global-setup.ts) is started the same way.
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type Edge,
   type ManagedProcess,
@@ -15,6 +18,15 @@ import { type TcpProxy, startProxy } from "./tcp-proxy.js";
 import { until } from "./waits.js";
 
 export { waitForRunners };
+
+/**
+ * Where a suite's edge keeps its Durable Object storage unless told: a tmpfs when the machine has
+ * one. The session objects commit their offset with every ack (docs/protocol.md §7), and workerd
+ * runs SQLite's fsyncs on its one thread: with 300 busy sessions on this VM's disk it went silent
+ * for 25-30 s (test/scale.test.ts: every runner link's heartbeat expired), on tmpfs never. The
+ * suites test the broker, not the disk; `npm start` and the benchmarks keep their storage on disk.
+ */
+const STORAGE_ROOT = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 
 /** One runner of a suite's stack. */
 export interface SuiteRunner {
@@ -32,7 +44,7 @@ export interface SuiteStackOptions {
   tokenSecret?: string;
   /** Worker variables (limits, timers). */
   vars?: Record<string, string>;
-  /** Durable Object storage, for an edge that restarts; a temporary folder of the edge's own otherwise. */
+  /** Durable Object storage, for an edge that restarts; a temporary folder on tmpfs otherwise (STORAGE_ROOT). */
   persistTo?: string;
   /** A Redis of the stack's own, started with the edge, that every runner logs to. */
   redis?: boolean;
@@ -77,11 +89,18 @@ export async function startSuiteStack(options: SuiteStackOptions, cleanup?: Suit
   const runners: ManagedProcess[] = [];
   let edge: Edge | undefined;
   let redis: RedisServer | undefined;
+  let storage = options.persistTo;
+  if (storage === undefined) {
+    storage = mkdtempSync(join(STORAGE_ROOT, "ptybroker-edge-state-"));
+    cleanup?.folder(storage);
+  }
+  const ownStorage = options.persistTo === undefined ? storage : undefined;
   const stop = async () => {
     await Promise.all(proxies.map((p) => p.close()));
     await Promise.all(runners.map((r) => r.stop()));
     await edge?.stop();
     await redis?.stop();
+    if (ownStorage && !cleanup) rmSync(ownStorage, { recursive: true, force: true });
   };
   try {
     const [edgeStart, redisStart] = await Promise.allSettled([
@@ -90,7 +109,7 @@ export async function startSuiteStack(options: SuiteStackOptions, cleanup?: Suit
         runnerToken,
         tokenSecret: options.tokenSecret,
         vars: options.vars,
-        persistTo: options.persistTo,
+        persistTo: storage,
       }).then((started) => {
         edge = started;
         cleanup?.edge(started);
