@@ -2,7 +2,7 @@
 // clients, and a cleanup that ends the suite's clients and purges its sessions after the file.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { inject } from "vitest";
+import { beforeAll, inject } from "vitest";
 import type { Session } from "../shared/session.js";
 import { SuiteCleanup, type SuiteCleanupOptions } from "./cleanup.js";
 import { TENANTS } from "./global-setup.js";
@@ -28,11 +28,36 @@ export interface SharedStackSuite {
   purgeLater(...ids: string[]): void;
 }
 
-/** Call at a suite file's top level: the cleanup's afterAll is the file's. */
+/**
+ * Resolves once the shared stack places a session: a probe (`/bin/true`) created and purged,
+ * asked again while the edge answers 503 NO_RUNNER. test/start.test.ts rebuilds web/dist, which
+ * the shared edge watches: its reload cuts every socket, the shared runner's control socket too,
+ * and a suite that created its first session while the runner was redialling got NO_RUNNER.
+ */
+async function placesSessions(api: Api, deadlineMs = 30_000): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const res = await api.request<Session & { error?: { code: string } }>("POST", "/v1/sessions", { command: "/bin/true" });
+    if (res.status === 201) {
+      await api.destroy(res.body.id);
+      return;
+    }
+    if (res.status !== 503 || res.body.error?.code !== "NO_RUNNER" || Date.now() > deadline) {
+      throw new Error(`the shared stack places no session: ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Call at a suite file's top level: the cleanup's afterAll is the file's, and the file starts
+ * once the shared stack places sessions.
+ */
 export function onSharedStack(options: SuiteCleanupOptions = {}): SharedStackSuite {
   const url = inject("edgeUrl");
   const api = new Api(url, TENANTS.acme);
   const cleanup = new SuiteCleanup(options);
+  beforeAll(() => placesSessions(api));
   return {
     url,
     api,
