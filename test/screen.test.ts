@@ -77,7 +77,12 @@ describe("GET .../screen", () => {
     // After `clear`: the prompt alone on the first row.
     const before = await settledScreen(
       s.id,
-      (screen) => screen.lines[0] !== "" && screen.lines[0]?.includes("$") === true && screen.lines.slice(1).every((l) => l === ""),
+      // the cursor too: a CI run once caught the screen between the prompt's line and its end (y 1)
+      (screen) =>
+        screen.lines[0] !== "" &&
+        screen.lines[0]?.includes("$") === true &&
+        screen.lines.slice(1).every((l) => l === "") &&
+        screen.cursor.y === 0,
     );
     expect(before).toMatchObject({ cols: 80, rows: 24, alternate: false, cursor: { y: 0, visible: true } });
     expect(before.lines).toHaveLength(24);
