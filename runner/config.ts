@@ -80,6 +80,30 @@ const Env = z.object({
     .int()
     .min(0)
     .default(256 * 1024),
+  /**
+   * Each session in a sandbox of its own (docs/security.md, "The sandbox"): `bwrap`, or `none`
+   * (local development only: sessions then share the runner's machine, said loudly at start).
+   */
+  RUNNER_SANDBOX: z.enum(["bwrap", "none"]).default("bwrap"),
+  /** A sandboxed session's network when its create names none: `egress` or `none`. */
+  SESSION_NETWORK: z.enum(["egress", "none"]).default("egress"),
+  /** Destinations an `egress` session never reaches, comma-separated CIDRs (IPv4 and IPv6). */
+  SESSION_DENY_CIDRS: z
+    .string()
+    .default("10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,169.254.0.0/16,100.64.0.0/10,fc00::/7,fe80::/10")
+    .superRefine((value, ctx) => {
+      for (const cidr of splitList(value)) {
+        if (!CIDR.test(cidr)) ctx.addIssue({ code: "custom", message: `${cidr} is not a CIDR (a.b.c.d/n or an IPv6 prefix/n)` });
+      }
+    }),
+  /** Default limits of a session (a create may ask for others, up to the tenant's maximum). */
+  SESSION_MEMORY_MIB: z.coerce.number().int().min(32).default(1024),
+  SESSION_PIDS: z.coerce.number().int().min(8).default(512),
+  SESSION_CPUS: z.coerce.number().min(0.05).default(1),
+  /** Size of a tenant's workspace filesystem (ENOSPC beyond). */
+  TENANT_DISK_MIB: z.coerce.number().int().min(16).default(2048),
+  /** Size of a session's private /tmp and of its /dev/shm. */
+  SESSION_TMP_MIB: z.coerce.number().int().min(1).default(256),
   /** Comma-separated tenants whose sessions this runner takes; unset = any tenant. */
   RUNNER_TENANTS: z.string().optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
@@ -105,6 +129,23 @@ export interface RunnerConfig {
   flowLowWater: number;
   /** RUNNER_DRAIN_SEC */
   drainSec: number;
+  sandbox: SandboxConfig;
+}
+
+/** How sessions are sandboxed (docs/security.md, "The sandbox"). */
+export interface SandboxConfig {
+  /** RUNNER_SANDBOX */
+  kind: "bwrap" | "none";
+  /** SESSION_NETWORK */
+  network: "egress" | "none";
+  /** SESSION_DENY_CIDRS */
+  denyCidrs: string[];
+  /** SESSION_MEMORY_MIB, SESSION_PIDS, SESSION_CPUS */
+  limits: { memoryMiB: number; pids: number; cpus: number };
+  /** TENANT_DISK_MIB */
+  diskMiB: number;
+  /** SESSION_TMP_MIB */
+  tmpMiB: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
@@ -135,7 +176,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     flowHighWater: e.FLOW_HIGH_WATER,
     flowLowWater: Math.min(e.FLOW_LOW_WATER, Math.floor(e.FLOW_HIGH_WATER / 2)),
     drainSec: e.RUNNER_DRAIN_SEC,
+    sandbox: {
+      kind: e.RUNNER_SANDBOX,
+      network: e.SESSION_NETWORK,
+      denyCidrs: splitList(e.SESSION_DENY_CIDRS),
+      limits: { memoryMiB: e.SESSION_MEMORY_MIB, pids: e.SESSION_PIDS, cpus: e.SESSION_CPUS },
+      diskMiB: e.TENANT_DISK_MIB,
+      tmpMiB: e.SESSION_TMP_MIB,
+    },
   };
+}
+
+const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}\/\d{1,2}|[0-9A-Fa-f:]+\/\d{1,3})$/;
+
+function splitList(value: string): string[] {
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
 }
 
 /** The runner id a per-runner credential names (the edge goes by it, not by RUNNER_ID), if it is one. */

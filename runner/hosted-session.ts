@@ -65,7 +65,7 @@ export class HostedSession {
   private retainedReported = 0;
   private retainedCheckedAt = 0;
   /** Why the runner itself ended the process, reported with its exit. */
-  private endReason: "drain" | undefined;
+  private endReason: "drain" | "oom" | undefined;
   private markOver!: () => void;
   /**
    * Resolves when the session is over here: its exit reached the edge (the edge closed the
@@ -156,7 +156,8 @@ export class HostedSession {
     const proc = this.proc;
     if (!proc || this.exited) return;
     try {
-      proc.signalProcess(signal);
+      // Inside a sandbox, the session's command rather than the sandbox around it.
+      process.kill(isolation().signalTarget(this.key, proc.pid), signal);
     } catch (error) {
       log.warn("session.signal", { key: this.key, signal, error });
     }
@@ -212,8 +213,10 @@ export class HostedSession {
     log.info("session.started", { key: this.key, pid: proc.pid, command: spec.command, pty: tty });
   }
 
-  private onProcessExit(exit: ProcessExit): void {
+  private onProcessExit(reported: ProcessExit): void {
     this.exited = true;
+    const { exit, oom } = isolation().exit(this.key, reported);
+    if (oom) this.endReason = "oom";
     if (this.killTimer) clearTimeout(this.killTimer);
     this.coalescer?.flush(true);
     this.agent?.processExited(exit.exitCode);
@@ -328,7 +331,7 @@ export class HostedSession {
       this.startProcess();
       if (!this.proc) return;
     }
-    if (this.proc && !this.exited) this.send({ type: "started", pid: this.proc.pid });
+    if (this.proc && !this.exited) this.send({ type: "started", pid: this.proc.pid, ...isolation().report(this.key) });
     // A new link (or a restarted edge) starts without the input state: tell it again.
     this.send({ type: "input_state", full: this.inputGate.isFull });
     this.delivery.resume(offset);

@@ -1,4 +1,4 @@
-// cgroup v2, the boundary that holds every process of a session (docs/architecture.md, "Traps";
+// A cgroup, the boundary that holds every process of a session (docs/architecture.md, "Traps";
 // docs/security.md): a process cannot leave its cgroup without write access to another one,
 // whatever it does with its session, process group or parent (`setsid`, `nohup`, double fork), and
 // `cgroup.kill` ends every process in a cgroup and its descendants at once.
@@ -40,11 +40,17 @@ export function cgroupPids(path: string): number[] {
   }
 }
 
-/** Whether any process is left in `path` or below it (cgroup.events `populated`); false if it is gone. */
+/**
+ * Whether any process is left in `path` or below it: cgroup.events `populated` (v2), or the
+ * `cgroup.procs` of it and its descendants (v1, which has no cgroup.events); false if it is gone.
+ */
 export function cgroupPopulated(path: string): boolean {
   try {
     return /^populated 1$/m.test(readFileSync(join(path, "cgroup.events"), "utf8"));
-  } catch {
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" && existsSync(path)) {
+      return cgroupPids(path).length > 0 || children(path).some(cgroupPopulated);
+    }
     return false;
   }
 }

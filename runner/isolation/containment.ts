@@ -1,7 +1,7 @@
 // Every process a session starts ends with the session (docs/security.md), by one of two
 // mechanisms, chosen once at start and said in the log (`runner.containment`):
 // - "cgroup": a root runner with a writable cgroup2 hierarchy gives each session its own cgroup,
-//   `<cgroup2>/ptybroker/<run>/<session>`; the session's first process joins it before anything
+//   `<cgroup2>/ptybroker/<run>/<opaque id>`; the session's first process joins it before anything
 //   of the session runs, and nothing it starts can leave it. Ending the session ends the cgroup
 //   (`cgroup.kill`), whatever left the terminal's session (`setsid`, `nohup`, double fork).
 // - "session-id": elsewhere, the reaper ends every process in the session's terminal session;
@@ -45,12 +45,11 @@ function probeCgroup(runCgroup: string): void {
 export class Containment {
   private readonly scopes = new Map<string, Scope>();
   private readonly ending = new Set<Promise<void>>();
-  private sequence = 0;
 
   private constructor(
     readonly mechanism: ContainmentMechanism,
     /** this run's cgroup (parent of its sessions' cgroups), or null */
-    private readonly runCgroup: string | null,
+    readonly runCgroup: string | null,
     private readonly record: RunRecordFile,
   ) {}
 
@@ -101,14 +100,15 @@ export class Containment {
   }
 
   /**
-   * Opens the scope of a session about to start; returns the `cgroup.procs` file its first
+   * Opens the scope of the session `key` (its cgroup named by its opaque `id`) about to start; returns the `cgroup.procs` file its first
    * process must join (before it runs anything of the session), or null (session-id mechanism).
    */
-  open(key: string): string | null {
+  open(key: string, id: string): string | null {
     if (this.scopes.has(key)) throw new Error(`session ${key} is already contained`);
     let cgroup: string | null = null;
     if (this.runCgroup) {
-      cgroup = join(this.runCgroup, `${++this.sequence}_${cgroupName(key, 100)}`);
+      // Named by the session's opaque id: a session that reads /proc/self/cgroup learns nothing of it.
+      cgroup = join(this.runCgroup, cgroupName(id));
       makeCgroup(cgroup);
     }
     this.scopes.set(key, { key, cgroup, pid: null });

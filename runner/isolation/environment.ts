@@ -37,11 +37,11 @@ export interface SessionFolders {
 }
 
 /**
- * The tenant's workspace folder and the session's cwd resolved inside it, by name only (nothing
- * is made). A relative `cwd` is taken from the workspace; a path that leaves it is refused.
+ * The session's cwd resolved inside the tenant's workspace folder `root` (on the host, or
+ * /workspace inside a sandbox), by name only (nothing is made). A relative `cwd` is taken from
+ * the workspace; a path that leaves it is refused.
  */
-export function sessionFolders(workspace: string, tenant: string, cwd: string | null): SessionFolders {
-  const root = resolve(workspace, tenant);
+export function sessionFolders(root: string, cwd: string | null): SessionFolders {
   const target = cwd === null ? root : resolve(root, cwd);
   const rel = relative(root, target);
   if (rel.startsWith("..") || isAbsolute(rel)) {
@@ -51,8 +51,8 @@ export function sessionFolders(workspace: string, tenant: string, cwd: string | 
 }
 
 /** sessionFolders(), with the cwd made by the runner (only when sessions run as the runner's own user). */
-export function sessionCwd(workspace: string, tenant: string, cwd: string | null): string {
-  const { target } = sessionFolders(workspace, tenant, cwd);
+export function sessionCwd(root: string, cwd: string | null): string {
+  const { target } = sessionFolders(root, cwd);
   mkdirSync(target, { recursive: true });
   return target;
 }

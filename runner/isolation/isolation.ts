@@ -1,18 +1,32 @@
 // The boundaries around sessions (docs/security.md), set up once at the runner's start and used by
-// every hosted session: who a session runs as (session-user.ts), in which folder and with which
-// environment (environment.ts), what holds its processes (containment.ts), and, for a login
-// bash, the shell integration it starts with (runner/agent/shell-integration.ts).
+// every hosted session: who a session runs as (session-user.ts), its sandbox (sandbox.ts: its own
+// namespaces, filesystem view and network, network.ts), its limits (limits.ts) and workspace
+// filesystem (tenant-disk.ts), its folder and environment (environment.ts), how it is started
+// (launch.ts), what holds its processes (containment.ts), and, for a login bash, the shell
+// integration it starts with (runner/agent/shell-integration.ts).
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync } from "node:fs";
+import { constants } from "node:os";
+import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
 import type { PoolMessage } from "../../shared/protocol.js";
-import type { RunnerConfig } from "../config.js";
+import type { RunnerConfig, SandboxConfig } from "../config.js";
+import type { ProcessExit } from "../process/session-process.js";
+import { installShellIntegration, integratedBashArgs, isLoginBash } from "../agent/shell-integration.js";
 import { Containment } from "./containment.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { lookupCommand } from "./command-lookup.js";
-import { type SwitchTools, launchCommand, notRunnable, switchTools } from "./launch.js";
-import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers } from "./session-user.js";
-import { installShellIntegration, integratedBashArgs, isLoginBash } from "../agent/shell-integration.js";
+import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
+import { Limits, type SessionLimits } from "./limits.js";
+import { EgressNetwork, type NetworkTools, egressRules, hostAddresses, networkTools } from "./network.js";
+import { stateFolder } from "./run-record.js";
+import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
+import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
+import { TenantDisks } from "./tenant-disk.js";
 
-type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"];
+type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"] & {
+  network?: "none" | "egress";
+  limits?: Partial<SessionLimits>;
+};
 
 export interface SessionLaunch {
   command: string;
@@ -25,76 +39,234 @@ export interface SessionLaunch {
   shellIntegration: boolean;
 }
 
+/** What a session got, as the Session record shows it (docs/protocol.md §4). */
+export interface SandboxReport {
+  sandbox: "bwrap" | "none";
+  network?: "none" | "egress";
+  limits?: SessionLimits;
+}
+
+/** The sandbox's parts, present when RUNNER_SANDBOX=bwrap. */
+interface SandboxParts {
+  config: SandboxConfig;
+  bwrap: string;
+  setpriv: string;
+  network: NetworkTools;
+  rules: string;
+  limits: Limits;
+  disks: TenantDisks;
+  /** root-only folder of this run's per-session network fifos */
+  folder: string;
+}
+
+interface Scope {
+  id: string;
+  report: SandboxReport;
+  network: EgressNetwork | null;
+}
+
+const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
+
 export class Isolation {
+  private readonly scopes = new Map<string, Scope>();
+
   private constructor(
     private readonly workspace: string,
     private readonly users: SessionUsers,
-    private readonly tools: SwitchTools | null,
+    /** setpriv's path under a root runner, else null (sessions run as the runner's user) */
+    private readonly setpriv: string | null,
     readonly containment: Containment,
     /** the shell integration's init file (readable by every session user, writable by the runner only), or null without */
     private readonly bashInit: string | null,
+    private readonly sandbox: SandboxParts | null,
   ) {}
 
   static async start(config: RunnerConfig, isRoot = process.getuid?.() === 0): Promise<Isolation> {
     // Refuse a configuration that cannot be honoured before touching anything.
-    const tools = isRoot ? switchTools() : null;
+    const sandboxed = config.sandbox.kind === "bwrap";
+    if (sandboxed && !isRoot) {
+      throw new Error("RUNNER_SANDBOX=bwrap: the runner must be root to give each session its sandbox (set RUNNER_SANDBOX=none for local development only)");
+    }
+    const setpriv = isRoot ? requireTool("setpriv", "sessions cannot be started as their own users") : null;
+    const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
+    const tools = sandboxed ? networkTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
     const bashInit = shellIntegrationFile(config.workspace);
     const containment = await Containment.start({ workspace: config.workspace, runnerId: config.runnerId, isRoot });
-    return new Isolation(config.workspace, users, tools, containment, bashInit);
+    let parts: SandboxParts | null = null;
+    if (sandboxed && bwrap && setpriv && tools) {
+      const runName = `${process.pid}_${randomBytes(4).toString("hex")}`;
+      const folder = join(stateFolder(config.workspace, isRoot), "sandbox", runName);
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      const limits = Limits.start(runName, containment.runCgroup);
+      const rules = egressRules(config.sandbox.denyCidrs, hostAddresses());
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, rules, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder };
+      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB });
+    } else {
+      log.warn("runner.sandbox", {
+        sandbox: "none",
+        outcome: "unsandboxed",
+        note: "RUNNER_SANDBOX=none: sessions share this machine's network, processes and files (local development only)",
+      });
+    }
+    return new Isolation(config.workspace, users, setpriv, containment, bashInit, parts);
+  }
+
+  /** "bwrap" when every session gets a sandbox, else "none". */
+  get kind(): "bwrap" | "none" {
+    return this.sandbox ? "bwrap" : "none";
   }
 
   /**
    * Everything node-pty needs to start the session `key`: its user (made on the tenant's first
-   * session), its folder, its environment, its cgroup. Throws (the session fails) when one of
-   * them cannot be had; call end(key) then.
+   * session), its sandbox, folder, environment, cgroups and network. Throws (the session fails)
+   * when one of them cannot be had; call end(key) then.
    */
   prepare(key: string, tenant: string, spec: SpawnSpec): SessionLaunch {
+    if (this.scopes.has(key)) throw new Error(`session ${key} is already prepared`);
+    // Opaque: names no tenant, session or incarnation (cgroups, fifos).
+    const id = randomBytes(8).toString("hex");
+    const scope: Scope = { id, report: { sandbox: this.kind }, network: null };
+    this.scopes.set(key, scope);
     const user = this.users.forTenant(tenant);
-    const folders = sessionFolders(this.workspace, tenant, spec.cwd);
-    let cwd: string;
-    if (user.switched) {
-      prepareHome(folders.root, user);
-      cwd = folders.root; // a folder below it is made by the session's user (launch.ts)
-    } else cwd = sessionCwd(this.workspace, tenant, spec.cwd);
-    const env = sessionEnv(spec.env, { user: user.name, home: folders.root, shell: user.shell });
-    // A command that is not there, or may not be run, ends as a shell's would (127, 126) and says so.
-    const lookup = lookupCommand(spec.command, {
-      path: env.PATH,
-      cwd: folders.target,
-      as: user.switched ? { uid: user.uid, gid: user.gid } : null,
-    });
-    // A login bash reads the integration file instead: the login files, then the marks.
-    const bashInit = this.bashInit;
-    // Only on a terminal: the marks are terminal output (pipes get the login shell as asked).
-    const shellIntegration = spec.pty !== false && bashInit !== null && lookup.found && isLoginBash(spec.command, spec.args);
-    const sessionArgs = shellIntegration ? integratedBashArgs(bashInit) : spec.args;
-    const session = lookup.found ? { command: spec.command, args: sessionArgs } : notRunnable(lookup.message, lookup.exitCode);
-    const cgroupProcs = this.containment.open(key);
-    const { command, args } = launchCommand({
-      command: session.command,
-      args: session.args,
+    const hostRoot = resolve(this.workspace, tenant);
+    const sandbox = this.sandbox;
+    const root = sandbox ? SANDBOX_HOME : hostRoot;
+    const folders = sessionFolders(root, spec.cwd);
+    const shellIntegration = spec.pty !== false && this.bashInit !== null && isLoginBash(spec.command, spec.args);
+    const bashInit = sandbox ? SANDBOX_BASH_INIT : this.bashInit;
+    const args = shellIntegration && bashInit ? integratedBashArgs(bashInit) : spec.args;
+    const env = sessionEnv(spec.env, { user: user.name, home: root, shell: user.shell });
+    const terminalOwner = user.switched ? { uid: user.uid, gid: user.gid } : undefined;
+
+    if (!sandbox) {
+      let cwd = folders.root;
+      if (user.switched) prepareHome(hostRoot, user);
+      else cwd = sessionCwd(root, spec.cwd);
+      const enter = cwd === folders.target ? null : folders.target;
+      const step = sessionStep({ env, enter, command: spec.command, args });
+      const cgroupProcs = this.containment.open(key, id);
+      const launch: Launch =
+        this.setpriv && user.switched
+          ? rootStep(dropStep(this.setpriv, user, step), cgroupProcs ? [cgroupProcs] : [])
+          : { command: step[0], args: step.slice(1), env: {} };
+      return { command: launch.command, args: launch.args, cwd, env: launch.env, terminalOwner, shellIntegration };
+    }
+
+    sandbox.disks.ensure(tenant, hostRoot, user);
+    prepareHome(hostRoot, user);
+    const limits = sessionLimits(spec.limits, sandbox.config.limits);
+    const network = spec.network ?? sandbox.config.network;
+    scope.report = { sandbox: "bwrap", network, limits };
+    const containmentProcs = this.containment.open(key, id);
+    const limitProcs = sandbox.limits.open(id, tenantGroup(tenant), limits, containmentProcs ? join(containmentProcs, "..") : null);
+    const cgroupProcs = [...(containmentProcs ? [containmentProcs] : []), ...limitProcs];
+    if (network === "egress") scope.network = new EgressNetwork(sandbox.folder, id, sandbox.network, sandbox.rules);
+    const enter = folders.target === folders.root ? null : folders.target;
+    const inner = dropStep(sandbox.setpriv, user, sessionStep({ env, enter, command: spec.command, args }));
+    const { args: bwrapArgs, data } = sandboxCommand({
+      bwrap: sandbox.bwrap,
+      workspace: hostRoot,
+      tmpMiB: sandbox.config.tmpMiB,
+      network,
+      bashInit: this.bashInit,
       user,
-      tools: this.tools,
-      cgroupProcs,
-      enter: cwd === folders.target ? null : folders.target,
+      waitForNetwork: scope.network !== null,
+      command: inner,
     });
-    return { command, args, cwd, env, terminalOwner: user.switched ? { uid: user.uid, gid: user.gid } : undefined, shellIntegration };
+    const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv());
+    return { command: launch.command, args: launch.args, cwd: "/", env: launch.env, terminalOwner, shellIntegration };
   }
 
-  /** The session's first process is running as `pid`. */
+  /** The session's first process is running as `pid`: an egress network is set up for it now. */
   started(key: string, pid: number): void {
     this.containment.started(key, pid);
+    const network = this.scopes.get(key)?.network;
+    if (!network) return;
+    network.attach().catch((error: unknown) => {
+      if (!this.scopes.has(key)) return; // ended meanwhile
+      log.warn("session.network", { key, outcome: "failed", error: error instanceof Error ? error.message : String(error) });
+      this.end(key); // the session's process dies with its sandbox; its exit is reported as usual
+    });
   }
 
-  /** Ends every process of the session (see Containment.end). */
+  /** What the session got (its Session record's sandbox, network and limits). */
+  report(key: string): SandboxReport {
+    return this.scopes.get(key)?.report ?? { sandbox: this.kind };
+  }
+
+  /**
+   * The process to signal for the session whose first process is `pid`: inside a sandbox, the
+   * session's command (the child of the sandbox's init), so that a SIGHUP reaches the shell as
+   * it would without one; else `pid`.
+   */
+  signalTarget(key: string, pid: number): number {
+    if (!this.sandbox || !this.scopes.has(key)) return pid;
+    const init = firstChild(pid);
+    return (init !== null ? firstChild(init) : null) ?? pid;
+  }
+
+  /**
+   * The session's exit as the edge reports it. Inside a sandbox, the sandbox's init reports a
+   * command killed by signal N as exit code 128+N (as a shell's `$?` does): it is told as that
+   * signal. A kill by the memory limit is reason "oom".
+   */
+  exit(key: string, exit: ProcessExit): { exit: ProcessExit; oom: boolean } {
+    const scope = this.scopes.get(key);
+    if (!scope || !this.sandbox) return { exit, oom: false };
+    const oom = this.sandbox.limits.oomKilled(scope.id);
+    const code = exit.exitCode;
+    if (code !== null && code > 128 && SIGNAL_NAMES.has(code - 128)) {
+      return { exit: { exitCode: null, signal: SIGNAL_NAMES.get(code - 128) ?? null }, oom };
+    }
+    return { exit, oom };
+  }
+
+  /** Ends every process of the session (see Containment.end) and lets go of its network and limits. */
   end(key: string): void {
     this.containment.end(key);
+    const scope = this.scopes.get(key);
+    if (!scope) return;
+    this.scopes.delete(key);
+    scope.network?.close();
+    if (this.sandbox) {
+      const limits = this.sandbox.limits;
+      void limits.end(scope.id).catch((error: unknown) => log.warn("session.limits", { key, outcome: "end_failed", error }));
+    }
   }
 
-  close(): Promise<void> {
-    return this.containment.close();
+  async close(): Promise<void> {
+    for (const key of [...this.scopes.keys()]) this.end(key);
+    await this.containment.close();
+    if (this.sandbox) {
+      await this.sandbox.limits.close();
+      this.sandbox.disks.close();
+    }
+  }
+}
+
+/** The limits a session gets: what it asked for, else the runner's defaults. */
+export function sessionLimits(asked: Partial<SessionLimits> | undefined, defaults: SessionLimits): SessionLimits {
+  return {
+    memoryMiB: asked?.memoryMiB ?? defaults.memoryMiB,
+    pids: asked?.pids ?? defaults.pids,
+    cpus: asked?.cpus ?? defaults.cpus,
+  };
+}
+
+/** The tenant's cgroup (its sessions share one CPU weight): as opaque as its user's name. */
+function tenantGroup(tenant: string): string {
+  return tenantUserName(tenant).replace(/^ptyb-/, "t");
+}
+
+/** The first child of `pid` (/proc/<pid>/task/<pid>/children), or null. */
+function firstChild(pid: number): number | null {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(" ")[0];
+    return first ? Number(first) : null;
+  } catch {
+    return null;
   }
 }
 
@@ -121,3 +293,4 @@ export function isolation(): Isolation {
   if (!current) throw new Error("isolation not started: call startIsolation() at the runner's start");
   return current;
 }
+

@@ -1,22 +1,30 @@
-// The command line node-pty runs for a session. Under a root runner it is a small /bin/sh step
-// that runs as root in the session's new terminal, then replaces itself with the session's
-// command (the pid stays the session leader's):
-//   1. joins the session's cgroup (`echo $$ > cgroup.procs`), before anything of the session
-//      runs, so that everything it starts is contained;
-//   2. drops root with setpriv (util-linux): real, effective and saved uid and gid, and every
-//      supplementary group. node-pty's own uid/gid options call setgid()/setuid() but not
-//      setgroups(), which would leave root's group 0 to the session.
-// The step starts no other process (a Ctrl+C typed that early reaches only the shell, which
-// catches it; exec restores the default for the session's command). The terminal is handed to
-// the user by the runner itself (runner/process/pty.ts, terminalOwner).
-// A `cwd` below the tenant's folder is made and entered after the switch, as the user: the
-// runner never makes folders, as root, along paths a session controls (symbolic links).
+// The command line node-pty (or the pipe spawner) runs for a session, in three steps
+// (docs/security.md, "The sandbox"; "Nothing from the request runs as root"):
+//   1. The root step (a root runner only): a small /bin/sh that runs as root in the session's new
+//      terminal, with a fixed environment of the runner's choosing, never the request's. It joins
+//      the session's cgroups (`echo $$ > cgroup.procs`) before anything of the session runs, so
+//      that everything it starts is contained and limited, then replaces itself with bubblewrap
+//      (sandbox.ts) or, without a sandbox, directly with step 2. The pid stays the session leader's.
+//   2. The drop (inside the sandbox, still root): setpriv (util-linux) switches real, effective
+//      and saved uid and gid, clears every supplementary group, empties the capability bounding
+//      and inheritable sets and sets no_new_privs, so that no setuid program gives root back.
+//      node-pty's own uid/gid options would leave root's groups and capabilities.
+//   3. The session step, as the session's user: `env -i` gives it exactly the session's
+//      environment (environment.ts: a fixed base plus the request's `env`), then /bin/sh enters
+//      the session's cwd (made as the user), looks the command up in the session's PATH from
+//      inside (126 or 127 as a shell says them, for what the user can see: no oracle about files
+//      outside) and replaces itself with the command.
+// Only step 3 sees the request's `env`, `command`, `args` and `cwd`. The steps start no other
+// process (a Ctrl+C typed that early reaches only the shell, which ignores it; exec restores the
+// default for the session's command). The terminal is handed to the user by the runner itself
+// (runner/process/pty.ts, terminalOwner).
 import { existsSync } from "node:fs";
-import type { SessionUser } from "./session-user.js";
 
 export interface Launch {
   command: string;
   args: string[];
+  /** the environment the first process starts with */
+  env: Record<string, string>;
 }
 
 const SEARCH = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
@@ -29,66 +37,87 @@ export function systemTool(name: string): string | null {
   return null;
 }
 
-export interface SwitchTools {
-  setpriv: string;
+/** A system tool's path, or a start-up error naming what needs it. */
+export function requireTool(name: string, why: string): string {
+  const path = systemTool(name);
+  if (!path) throw new Error(`${why}: ${name} is required and was not found in ${SEARCH.join(", ")}`);
+  if (!/^[\w/.-]+$/.test(path)) throw new Error(`unexpected tool path ${path}`);
+  return path;
 }
 
-/** The tools a root runner needs to start sessions as other users; throws a start-up error if one is missing. */
-export function switchTools(): SwitchTools {
-  const setpriv = systemTool("setpriv");
-  if (!setpriv) {
-    throw new Error("sessions cannot be started as their own users: setpriv (util-linux) is required when the runner is root");
-  }
-  return { setpriv };
+/** The environment every step that runs as root starts with: nothing of the request's. */
+export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LANG: "C.UTF-8" });
+
+// Step 1. $0 = the cgroup.procs files to join, ":"-separated ("" for none); then the command.
+// Data for bubblewrap's --ro-bind-data (sandbox.ts) arrives on fds the runner names in the
+// command; the fds 5.. are opened here from $PTYB_DATA_<n> when set (heredocs: no file on disk).
+const ROOT_STEP = [
+  "trap : INT QUIT TSTP",
+  'IFS=:; for p in $0; do echo $$ > "$p" || exit 126; done; unset IFS',
+  // An egress network's fifos (network.ts): bubblewrap's --info-fd 3 and --block-fd 4.
+  'if [ -n "$PTYB_INFO" ]; then exec 3>"$PTYB_INFO" 4<"$PTYB_GO" || exit 126; fi',
+  'exec "$@" 5<<EOF5 6<<EOF6 7<<EOF7',
+  "$PTYB_DATA_5",
+  "EOF5",
+  "$PTYB_DATA_6",
+  "EOF6",
+  "$PTYB_DATA_7",
+  "EOF7",
+].join("\n");
+
+// Step 3, as the user. $0 = the folder to make and enter ("" = stay), $1 = the command, then its
+// arguments. The lookup is execvp's: a command with a `/` is that path, any other is searched in
+// each folder of PATH in turn (an empty entry is the cwd); the first regular file the user may
+// execute wins; if none, a candidate that exists makes it 126, else 127. The shell's `exec` then
+// runs it by the same search. Tools are named by absolute path: PATH is the session's.
+const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&-
+if [ -n "$0" ]; then /bin/mkdir -p -- "$0" && cd -- "$0" || exit 1; fi
+c=$1 e=127 m="command not found"
+case $c in
+  "") ;;
+  */*) if [ -f "$c" ] && [ -x "$c" ]; then exec "$@"; fi
+       if [ -e "$c" ]; then e=126 m="permission denied"; else m="no such file or directory"; fi ;;
+  *) p=\${PATH-/usr/local/bin:/usr/bin:/bin}:
+     while [ -n "$p" ]; do
+       f=\${p%%:*}; p=\${p#*:}; f=\${f:-.}
+       if [ -f "$f/$c" ] && [ -x "$f/$c" ]; then exec "$@"; fi
+       if [ -e "$f/$c" ]; then e=126 m="permission denied"; fi
+     done ;;
+esac
+printf 'ptybroker: %s: %s\\n' "$c" "$m"
+exit $e`;
+
+/** Step 3's command line: `env -i` with exactly `env`, then the session step. */
+export function sessionStep(options: { env: Record<string, string>; enter: string | null; command: string; args: string[] }): string[] {
+  const assignments = Object.entries(options.env).map(([name, value]) => `${name}=${value}`);
+  return ["/usr/bin/env", "-i", ...assignments, "/bin/sh", "-c", SESSION_STEP, options.enter ?? "", options.command, ...options.args];
 }
 
-// $0 = cgroup.procs to join ("-": none), $1 = uid, $2 = gid, then the command and its arguments.
-// Tool paths come from systemTool() (no quoting needed: /[\w/.-]+/).
-function rootStep(tools: SwitchTools): string {
+/** Step 2's command line: setpriv to the user, then `then`. */
+export function dropStep(setpriv: string, user: { uid: number; gid: number }, then: string[]): string[] {
   return [
-    "trap : INT QUIT TSTP",
-    'p=$0 u=$1 g=$2; shift 2',
-    'if [ "$p" != - ]; then echo $$ > "$p" || exit 126; fi',
-    `exec ${tools.setpriv} --reuid="$u" --regid="$g" --clear-groups -- "$@"`,
-  ].join("\n");
+    setpriv,
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+    ...then,
+  ];
 }
-
-// A command that cannot be run (command-lookup.ts) is replaced by this step, started the same way
-// (as the user, in the session's cgroup): it says why, as a shell would, and exits with the
-// shell's code. $0 = the message, $1 = the exit code. The terminal turns "\n" into "\r\n".
-const NOT_RUNNABLE = 'printf "%s\\n" "$0"; exit "$1"';
-
-/** The command line of a session whose command cannot be run: prints `message`, exits `exitCode`. */
-export function notRunnable(message: string, exitCode: number): Launch {
-  return { command: "/bin/sh", args: ["-c", NOT_RUNNABLE, message, String(exitCode)] };
-}
-
-// Run as the user: $0 = the folder to make and enter, then the command and its arguments.
-const ENTER_CWD = 'mkdir -p -- "$0" && cd -- "$0" && exec "$@"';
 
 /**
- * What node-pty runs for a session: the command itself when the runner does not switch users,
- * else the root step above (with `cwd` entered as the user when it is not the folder node-pty
- * starts in).
+ * Step 1 around `inner` (bubblewrap's command line, or the drop step): joins `cgroupProcs`, opens
+ * `data` (fd → text) for bubblewrap, then execs `inner`; the environment is ROOT_ENV.
  */
-export function launchCommand(options: {
-  command: string;
-  args: string[];
-  user: SessionUser;
-  tools: SwitchTools | null;
-  /** the session's cgroup.procs, or null */
-  cgroupProcs: string | null;
-  /** a folder to make and enter as the user first, or null */
-  enter: string | null;
-}): Launch {
-  const { command, args, user, tools } = options;
-  if (!user.switched || !tools) return { command, args };
-  for (const path of Object.values(tools)) {
-    if (!/^[\w/.-]+$/.test(path)) throw new Error(`unexpected tool path ${path}`);
+export function rootStep(inner: string[], cgroupProcs: string[], data: Record<number, string> = {}, fifos: Record<string, string> = {}): Launch {
+  for (const path of cgroupProcs) if (path.includes(":")) throw new Error(`unexpected cgroup path ${path}`);
+  const env: Record<string, string> = { ...ROOT_ENV, ...fifos };
+  for (const [fd, text] of Object.entries(data)) {
+    if (!["5", "6", "7"].includes(fd)) throw new Error(`no data fd ${fd}`);
+    env[`PTYB_DATA_${fd}`] = text;
   }
-  const session = options.enter === null ? [command, ...args] : ["/bin/sh", "-c", ENTER_CWD, options.enter, command, ...args];
-  return {
-    command: "/bin/sh",
-    args: ["-c", rootStep(tools), options.cgroupProcs ?? "-", String(user.uid), String(user.gid), ...session],
-  };
+  return { command: "/bin/sh", args: ["-c", ROOT_STEP, cgroupProcs.join(":"), ...inner], env };
 }

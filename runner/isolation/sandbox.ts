@@ -1,0 +1,125 @@
+// The one module that runs bubblewrap: the command line that puts a session in a sandbox of its
+// own (docs/security.md, "The sandbox"):
+// - its own pid, mount, ipc, uts, network and cgroup namespaces: it sees only its own processes,
+//   its own /proc, a hostname that names no tenant, and (network.ts) no service of the host;
+// - the system read-only (/usr, /etc, /opt and the merged-usr links), and nothing else of the
+//   host: no state folder, no other workspace, no /home, /root, /run, /var or /sys;
+// - the tenant's workspace read-write at /workspace (its own filesystem, tenant-disk.ts), its home;
+// - a private /tmp and /dev/shm (tmpfs of SESSION_TMP_MIB each; /var/tmp is /tmp);
+// - /etc/passwd and /etc/group naming only root and the session's user, and /etc/resolv.conf
+//   naming the network's own resolver, all written from memory (--ro-bind-data), not from files;
+// - the shell integration's init file read-only at /run/ptybroker/bash-init (its only copy).
+// --die-with-parent: if the session's first process (the root step, then bubblewrap itself) dies,
+// everything in the sandbox dies with it. bubblewrap runs as root here (no user namespace): the
+// drop to the session's user is the command it runs (launch.ts, dropStep).
+import { existsSync, lstatSync, readlinkSync } from "node:fs";
+
+/** Where the tenant's workspace is inside: the session user's home. */
+export const SANDBOX_HOME = "/workspace";
+/** Where the shell integration's init file is inside. */
+export const SANDBOX_BASH_INIT = "/run/ptybroker/bash-init";
+/** The hostname inside every sandbox. */
+export const SANDBOX_HOSTNAME = "sandbox";
+
+export interface SandboxSpec {
+  /** bubblewrap's path */
+  bwrap: string;
+  /** the tenant's workspace folder on the host */
+  workspace: string;
+  /** size of /tmp and /dev/shm */
+  tmpMiB: number;
+  network: "none" | "egress";
+  /** the shell integration's init file on the host, or null */
+  bashInit: string | null;
+  user: { name: string; uid: number; gid: number };
+  /** egress: bubblewrap writes the sandbox's pid on fd 3 and waits for a byte on fd 4 (network.ts) */
+  waitForNetwork: boolean;
+  /** what runs inside (the drop step) */
+  command: string[];
+}
+
+/** The egress network's resolver (slirp4netns forwards it to the host's). */
+export const SANDBOX_RESOLVER = "10.0.2.3";
+
+/** Binds for the top-level system folders: merged-usr links stay links, real folders are bound read-only. */
+function systemMounts(): string[] {
+  const args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"];
+  if (existsSync("/opt")) args.push("--ro-bind", "/opt", "/opt");
+  for (const top of ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"]) {
+    const stat = lstatSync(top, { throwIfNoEntry: false });
+    if (!stat) continue;
+    if (stat.isSymbolicLink()) args.push("--symlink", readlinkSync(top), top);
+    else if (stat.isDirectory()) args.push("--ro-bind", top, top);
+  }
+  return args;
+}
+
+let system: string[] | undefined;
+
+/** bubblewrap's command line for one session, and the texts it reads from fds 5–7. */
+export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string> } {
+  system ??= systemMounts();
+  const tmpBytes = String(spec.tmpMiB * 1024 * 1024);
+  const passwd = `root:x:0:0:root:/root:/usr/sbin/nologin\n${spec.user.name}:x:${spec.user.uid}:${spec.user.gid}::${SANDBOX_HOME}:/bin/bash`;
+  const group = `root:x:0:\n${spec.user.name}:x:${spec.user.gid}:`;
+  const resolv = spec.network === "egress" ? `nameserver ${SANDBOX_RESOLVER}` : "";
+  const args = [
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+    "--unshare-cgroup",
+    "--die-with-parent",
+    "--hostname",
+    SANDBOX_HOSTNAME,
+    ...system,
+    "--perms",
+    "0644",
+    "--ro-bind-data",
+    "5",
+    "/etc/passwd",
+    "--perms",
+    "0644",
+    "--ro-bind-data",
+    "6",
+    "/etc/group",
+    "--perms",
+    "0644",
+    "--ro-bind-data",
+    "7",
+    "/etc/resolv.conf",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--perms",
+    "1777",
+    "--size",
+    tmpBytes,
+    "--tmpfs",
+    "/dev/shm",
+    "--perms",
+    "1777",
+    "--size",
+    tmpBytes,
+    "--tmpfs",
+    "/tmp",
+    "--dir",
+    "/var",
+    "--symlink",
+    "../tmp",
+    "/var/tmp",
+    "--tmpfs",
+    "/run",
+    ...(spec.bashInit ? ["--ro-bind", spec.bashInit, SANDBOX_BASH_INIT] : []),
+    "--bind",
+    spec.workspace,
+    SANDBOX_HOME,
+    "--chdir",
+    SANDBOX_HOME,
+    ...(spec.waitForNetwork ? ["--info-fd", "3", "--block-fd", "4"] : []),
+    "--",
+    ...spec.command,
+  ];
+  return { args: [spec.bwrap, ...args], data: { 5: passwd, 6: group, 7: resolv } };
+}
