@@ -6,7 +6,7 @@ import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { launchCommand, switchTools } from "../isolation/launch.js";
+import { dropStep, requireTool, rootStep } from "../isolation/launch.js";
 import { spawnPty } from "../process/pty.js";
 import { BASH_INIT, installShellIntegration, integratedBashArgs, isLoginBash } from "./shell-integration.js";
 import { lookUpUser, prepareWorkspaceRoot } from "../isolation/session-user.js";
@@ -184,8 +184,8 @@ describe("the integration file", () => {
         'try "cat $F > /dev/null"',
         "echo over",
       ].join("\n");
-      const tools = switchTools();
-      const launch = launchCommand({ command: "/bin/sh", args: ["-c", attack, file], user: nobody, tools, cgroupProcs: null, enter: null });
+      const setpriv = requireTool("setpriv", "the test");
+      const launch = rootStep(dropStep(setpriv, nobody, ["/bin/sh", "-c", attack, file]), []);
       const attacker = spawnPty({ ...launch, cwd: "/", env: { PATH: "/usr/bin:/bin", HOME: "/nonexistent" }, cols: 200, rows: 24, terminalOwner: nobody });
       let text = "";
       attacker.onData((bytes) => (text += bytes.toString("utf8")));
@@ -201,14 +201,7 @@ describe("the integration file", () => {
       expect(lstatSync(folder).mode & 0o7777).toBe(0o755);
 
       // And that user's bash sources it: marks around its commands.
-      const shellLaunch = launchCommand({
-        command: "/bin/bash",
-        args: integratedBashArgs(file),
-        user: nobody,
-        tools,
-        cgroupProcs: null,
-        enter: null,
-      });
+      const shellLaunch = rootStep(dropStep(setpriv, nobody, ["/bin/bash", ...integratedBashArgs(file)]), []);
       const bash = spawnPty({ ...shellLaunch, cwd: "/", env: { PATH: "/usr/bin:/bin", HOME: "/nonexistent", TERM: "xterm-256color" }, cols: 80, rows: 24, terminalOwner: nobody });
       let out = "";
       bash.onData((bytes) => (out += bytes.toString("latin1")));

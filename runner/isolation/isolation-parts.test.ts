@@ -1,46 +1,90 @@
-// The pure parts of the session boundaries: the command line that drops root, where cgroup2 is
+// The parts of the session boundaries that need no root: the steps that start a session (run for real), where cgroup2 is
 // mounted, the names given to users and cgroups, and a session's environment. The boundaries
 // themselves are attacked end to end in test/isolation.test.ts.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cgroup2Mount, cgroupName } from "./cgroup.js";
 import { sessionEnv, sessionFolders } from "./environment.js";
-import { launchCommand } from "./launch.js";
+import { ROOT_ENV, dropStep, rootStep, sessionStep } from "./launch.js";
 import { tenantUserName } from "./session-user.js";
 
 const dir = mkdtempSync(join(tmpdir(), "isolation-parts-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const user = { name: "ptyb-0123456789ab", uid: 1234, gid: 2345, shell: "/bin/bash", switched: true };
-const tools = { setpriv: "/usr/bin/setpriv" };
 
-describe("launchCommand", () => {
-  it("runs the command itself when sessions do not switch users", () => {
-    const own = { ...user, switched: false };
-    expect(launchCommand({ command: "/bin/bash", args: ["-l"], user: own, tools: null, cgroupProcs: null, enter: null })).toEqual({
-      command: "/bin/bash",
-      args: ["-l"],
-    });
-  });
+/** Runs a launch's command line as this process's user (the session step needs no root) and returns what it printed. */
+function runStep(argv: string[], cwd = dir): { status: number | null; out: string } {
+  const result = spawnSync(argv[0], argv.slice(1), { cwd, env: {}, encoding: "utf8" });
+  return { status: result.status, out: `${result.stdout}${result.stderr}` };
+}
 
-  it("joins the cgroup, then execs setpriv with the user's ids and no groups, the command's words untouched", () => {
-    const procs = "/sys/fs/cgroup/unified/ptybroker/run/1_s/cgroup.procs";
-    const launch = launchCommand({ command: "/bin/echo", args: ["$HOME", "a b", "'"], user, tools, cgroupProcs: procs, enter: null });
+describe("the root step", () => {
+  it("joins every cgroup, then execs the command with a fixed environment; paths and words are arguments, never script", () => {
+    const procs = ["/sys/fs/cgroup/unified/ptybroker/run/ab12/cgroup.procs", "/sys/fs/cgroup/pids/ptybroker/run/t1/ab12/cgroup.procs"];
+    const launch = rootStep(["/bin/echo", "$HOME", "a b", "'"], procs, { 5: "root:x:0:0::/:/bin/sh" });
     expect(launch.command).toBe("/bin/sh");
     const [flag, script, ...rest] = launch.args;
     expect(flag).toBe("-c");
     expect(script).toContain('echo $$ > "$p" || exit 126');
-    expect(script).toContain('exec /usr/bin/setpriv --reuid="$u" --regid="$g" --clear-groups -- "$@"');
-    expect(script).not.toContain(procs); // paths and words are arguments, never part of the script
-    expect(script.indexOf("echo $$")).toBeLessThan(script.indexOf("setpriv"));
-    expect(rest).toEqual([procs, "1234", "2345", "/bin/echo", "$HOME", "a b", "'"]);
+    expect(script.indexOf("echo $$")).toBeLessThan(script.indexOf('exec "$@"'));
+    for (const path of procs) expect(script).not.toContain(path);
+    expect(rest).toEqual([procs.join(":"), "/bin/echo", "$HOME", "a b", "'"]);
+    expect(launch.env).toEqual({ ...ROOT_ENV, PTYB_DATA_5: "root:x:0:0::/:/bin/sh" });
   });
 
-  it("makes and enters a cwd below the tenant's folder as the user, after the switch", () => {
-    const launch = launchCommand({ command: "/bin/pwd", args: [], user, tools, cgroupProcs: null, enter: "/w/acme/b/c" });
-    expect(launch.args.slice(2)).toEqual(["-", "1234", "2345", "/bin/sh", "-c", 'mkdir -p -- "$0" && cd -- "$0" && exec "$@"', "/w/acme/b/c", "/bin/pwd"]);
+  it("hands bubblewrap its data on fds 5 to 7 and the network's fifos on 3 and 4", () => {
+    const launch = rootStep(["/bin/sh", "-c", "cat <&5; cat <&6; cat <&7"], [], { 5: "five", 6: "six", 7: "seven" });
+    const result = spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" });
+    expect(result.stdout).toBe("five\nsix\nseven\n");
+  });
+
+  it("drops to the user with no groups, no capabilities and no_new_privs before anything of the session", () => {
+    expect(dropStep("/usr/bin/setpriv", user, ["/bin/true"])).toEqual([
+      "/usr/bin/setpriv",
+      "--reuid=1234",
+      "--regid=2345",
+      "--clear-groups",
+      "--inh-caps=-all",
+      "--bounding-set=-all",
+      "--no-new-privs",
+      "--",
+      "/bin/true",
+    ]);
+  });
+});
+
+describe("the session step", () => {
+  const bin = join(dir, "bin");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, "tool"), "#!/bin/sh\necho \"tool $0 $*\"\n", { mode: 0o755 });
+  writeFileSync(join(bin, "plain"), "not executable", { mode: 0o644 });
+  const step = (command: string, args: string[] = [], env: Record<string, string> = { PATH: `${bin}:/usr/bin:/bin` }, enter: string | null = null) =>
+    runStep(sessionStep({ env, enter, command, args }));
+
+  it("runs the command with exactly the session's environment", () => {
+    // and PWD, which the shell that enters the cwd sets, as a login shell would.
+    expect(step("/usr/bin/env", [], { PATH: "/usr/bin:/bin", LD_PRELOAD: "" })).toEqual({ status: 0, out: `PATH=/usr/bin:/bin\nLD_PRELOAD=\nPWD=${dir}\n` });
+    expect(step("tool", ["a b", "$HOME"])).toEqual({ status: 0, out: `tool ${join(bin, "tool")} a b $HOME\n` });
+  });
+
+  it("says 127 for a command that is not there and 126 for one that may not run, as a shell does", () => {
+    expect(step("no-such-cmd")).toEqual({ status: 127, out: "ptybroker: no-such-cmd: command not found\n" });
+    expect(step("")).toEqual({ status: 127, out: "ptybroker: : command not found\n" });
+    expect(step("./nope")).toEqual({ status: 127, out: "ptybroker: ./nope: no such file or directory\n" });
+    expect(step("plain")).toEqual({ status: 126, out: "ptybroker: plain: permission denied\n" });
+    expect(step(join(bin, "plain"))).toEqual({ status: 126, out: `ptybroker: ${join(bin, "plain")}: permission denied\n` });
+    expect(step(bin)).toEqual({ status: 126, out: `ptybroker: ${bin}: permission denied\n` });
+    // An empty PATH entry is the cwd.
+    expect(step("tool", [], { PATH: ":/usr/bin" }, bin)).toMatchObject({ status: 0 });
+  });
+
+  it("makes and enters its cwd first", () => {
+    const target = join(dir, "made", "here");
+    expect(step("/bin/pwd", [], {}, target)).toEqual({ status: 0, out: `${target}\n` });
   });
 });
 
@@ -107,8 +151,8 @@ describe("sessionEnv and sessionFolders", () => {
   });
 
   it("resolves cwd inside the tenant's folder and refuses to leave it", () => {
-    expect(sessionFolders("/w", "acme", null)).toEqual({ root: "/w/acme", target: "/w/acme" });
-    expect(sessionFolders("/w", "acme", "a/../b/./c")).toEqual({ root: "/w/acme", target: "/w/acme/b/c" });
-    for (const cwd of ["..", "../globex", "/etc", "a/../../b"]) expect(() => sessionFolders("/w", "acme", cwd)).toThrow(/outside/);
+    expect(sessionFolders("/workspace", null)).toEqual({ root: "/workspace", target: "/workspace" });
+    expect(sessionFolders("/workspace", "a/../b/./c")).toEqual({ root: "/workspace", target: "/workspace/b/c" });
+    for (const cwd of ["..", "../globex", "/etc", "a/../../b"]) expect(() => sessionFolders("/workspace", cwd)).toThrow(/outside/);
   });
 });
