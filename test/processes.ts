@@ -31,3 +31,35 @@ export function commandOf(pid: number): string {
     return ""; // gone
   }
 }
+
+/**
+ * The host's pid of the process a sandboxed session knows as `innerPid` (its pid namespace's
+ * numbering, as `$!` or `$$` print it): the process below `leader` (the session's pid, as the API
+ * reports it) whose NSpid ends with `innerPid`; null if there is none (any more).
+ */
+export function hostPid(leader: number, innerPid: number): number | null {
+  const below = new Set([leader]);
+  // Breadth-first through /proc/<pid>/task/<pid>/children from the leader.
+  const queue = [leader];
+  while (queue.length > 0) {
+    const pid = queue.shift() as number;
+    let children: number[] = [];
+    try {
+      children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      continue;
+    }
+    for (const child of children) {
+      if (below.has(child)) continue;
+      below.add(child);
+      queue.push(child);
+      try {
+        const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${child}/status`, "utf8"))?.[1].trim().split(/\s+/);
+        if (nspid && nspid.length > 1 && Number(nspid.at(-1)) === innerPid) return child;
+      } catch {
+        // gone meanwhile
+      }
+    }
+  }
+  return null;
+}

@@ -52,7 +52,6 @@ interface SandboxParts {
   bwrap: string;
   setpriv: string;
   network: NetworkTools;
-  rules: string;
   limits: Limits;
   disks: TenantDisks;
   /** root-only folder of this run's per-session network fifos */
@@ -100,8 +99,7 @@ export class Isolation {
       const folder = join(stateFolder(config.workspace, isRoot), "sandbox", runName);
       mkdirSync(folder, { recursive: true, mode: 0o700 });
       const limits = Limits.start(runName, containment.runCgroup);
-      const rules = egressRules(config.sandbox.denyCidrs, hostAddresses());
-      parts = { config: config.sandbox, bwrap, setpriv, network: tools, rules, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder };
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder };
       log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB });
     } else {
       log.warn("runner.sandbox", {
@@ -162,7 +160,9 @@ export class Isolation {
     const containmentProcs = this.containment.open(key, id);
     const limitProcs = sandbox.limits.open(id, tenantGroup(tenant), limits, containmentProcs ? join(containmentProcs, "..") : null);
     const cgroupProcs = [...(containmentProcs ? [containmentProcs] : []), ...limitProcs];
-    if (network === "egress") scope.network = new EgressNetwork(sandbox.folder, id, sandbox.network, sandbox.rules);
+    // The host's addresses as they are now: an interface added since the runner started counts too.
+    const rules = egressRules(sandbox.config.denyCidrs, hostAddresses());
+    if (network === "egress") scope.network = new EgressNetwork(sandbox.folder, id, sandbox.network, rules);
     const enter = folders.target === folders.root ? null : folders.target;
     const inner = dropStep(sandbox.setpriv, user, sessionStep({ env, enter, command: spec.command, args }));
     const { args: bwrapArgs, data } = sandboxCommand({
