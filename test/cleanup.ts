@@ -1,7 +1,8 @@
 // What a suite must not leave behind, torn down once after it. A `SuiteCleanup` registers its own
 // afterAll where it is made (at a file's top level: after the file; in a describe block: after
 // that block), and a suite adds to it what it starts or creates as it goes.
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
@@ -136,7 +137,10 @@ export class SuiteCleanup {
         }
       },
       () => {
-        for (const folder of this.folders) rmSync(folder, { recursive: true, force: true });
+        for (const folder of this.folders) {
+          unmountUnder(folder); // tenants' workspace filesystems a runner left mounted
+          rmSync(folder, { recursive: true, force: true });
+        }
       },
       () => Promise.all(this.lasts.map((step) => step())),
     ];
@@ -164,4 +168,23 @@ function kill(pid: number): void {
   } catch {
     // gone meanwhile
   }
+}
+
+/**
+ * Unmounts every filesystem mounted under `folder`, deepest first (a runner leaves a tenant's
+ * workspace filesystem mounted while another runner may use it: runner/isolation/tenant-disk.ts).
+ */
+export function unmountUnder(folder: string): void {
+  let info = "";
+  try {
+    info = readFileSync("/proc/self/mountinfo", "utf8");
+  } catch {
+    return;
+  }
+  const points = info
+    .split("\n")
+    .map((row) => row.split(" ")[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((point): point is string => point !== undefined && point.startsWith(`${folder}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) spawnSync("umount", [point], { stdio: "ignore" });
 }

@@ -1,8 +1,11 @@
 // One edge (wrangler dev → workerd), one Redis and one runner logging to it, shared by the
 // end-to-end suites. Suites that need their own topology (several runners, limits, restarts)
 // start their own.
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { secret } from "../scripts/stack.js";
+import { unmountUnder } from "./cleanup.js";
 import { type SuiteStack, startSuiteStack } from "./stack-kit.js";
 
 export const TENANTS = { acme: "acme-key-e2e", globex: "globex-key-e2e" } as const;
@@ -38,6 +41,8 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   await stack?.stop();
+  // The tenants' workspace filesystems the suites' runners left in the shared workspace.
+  unmountUnder(join(tmpdir(), "ptybroker-workspace")); // the shared runner's RUNNER_WORKSPACE default (test/shared-stack.ts)
 }
 
 declare module "vitest" {

@@ -8,12 +8,12 @@
 // suite must run as root (CI does): it compiles a preload, makes a network namespace, and reads
 // the runner's files.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedis } from "./redis-server.js";
-import { Api, SuiteCleanup, TermClient, startSuiteStack, until } from "./harness.js";
+import { Api, SuiteCleanup, TermClient, alive, hostPid, startSuiteStack, until } from "./harness.js";
 
 const cleanup = new SuiteCleanup();
 const scratch = mkdtempSync(join(tmpdir(), "ptybroker-sandbox-test-"));
@@ -243,5 +243,64 @@ describe("limits", () => {
     const out = await run(client, `dd if=/dev/zero of=~/fill bs=1M count=${DISK_MIB * 2} 2>&1 | grep -o 'No space left on device' | head -1; rm -f ~/fill; echo done`, 60_000);
     expect(out).toBe("No space left on device\ndone\n");
     await echoes(neighbour.client, "after-disk");
+  });
+});
+
+describe("a sandboxed terminal works as a terminal", () => {
+  it("keeps job control: Ctrl+C, Ctrl+Z and fg", async () => {
+    const { client } = await shell(acme);
+    client.send("sleep 100\n");
+    await until(() => client.text.includes("sleep 100\r\n"), 5000, "the sleep to start");
+    client.send("\x03");
+    expect(await run(client, "echo interrupted=$?")).toBe("interrupted=130\n");
+    client.send("sleep 1; echo slept-through\n");
+    await until(() => client.text.includes("echo slept-through\r\n"), 5000, "the sleep to start");
+    client.send("\x1a");
+    await client.waitForOutput(/Stopped\s+sleep 1/);
+    client.send("fg\n");
+    await client.waitForOutput("slept-through\r\n");
+    expect(await run(client, "jobs | wc -l")).toBe("0\n");
+  });
+
+  it("runs vim and top full-screen, and a login shell's run and screen", async () => {
+    const s = await acme.create({});
+    cleanup.session(acme, s.id);
+    expect(await acme.run(s.id, "echo $HOME; id -un | grep -c ptyb-")).toMatchObject({ exitCode: 0, output: "/workspace\n1\n" });
+    const client = cleanup.client(new TermClient(edgeUrl, s.id, acme.key as string));
+    await client.opened;
+    client.send("vim -u NONE ~/v.txt\r");
+    await until(async () => (await acme.screen(s.id)).lines.some((line) => line.startsWith("~")), 10_000, "vim to draw");
+    client.send("isandboxed vim\x1b:wq\r");
+    await until(async () => (await acme.runRequest(s.id, "true")).status === 200, 10_000, "vim to quit");
+    expect(await acme.run(s.id, "cat ~/v.txt")).toMatchObject({ exitCode: 0, output: "sandboxed vim\n" });
+    client.send("top\r");
+    await until(async () => (await acme.screen(s.id)).lines.some((line) => /load average/.test(line)), 10_000, "top to draw");
+    client.send("q");
+    await until(async () => (await acme.runRequest(s.id, "true")).status === 200, 10_000, "top to quit");
+  });
+
+  it("runs pty: false sessions, and ends a setsid -f escapee with the session", async () => {
+    const piped = await acme.create({ pty: false, command: "/bin/sh", args: ["-c", "echo piped; id -u"] });
+    cleanup.session(acme, piped.id);
+    expect(await ended(acme, piped.id)).toMatchObject({ status: "exited", exitCode: 0, sandbox: "bwrap" });
+    const { id, client } = await shell(acme);
+    const inner = Number((await run(client, "setsid -f sh -c 'echo $$ > /tmp/pid; exec sleep 300'; until [ -s /tmp/pid ]; do sleep 0.05; done; cat /tmp/pid")).trim());
+    const leader = (await acme.get(id)).pid as number;
+    const escapee = await until(() => hostPid(leader, inner), 5000, "the escapee on the host");
+    cleanup.strayProcess(escapee, "sleep 300");
+    expect(alive(escapee)).toBe(true);
+    expect((await acme.request("DELETE", `/v1/sessions/${id}`)).status).toBe(200);
+    await until(() => !alive(escapee), 5000, "the escapee to end with its session");
+  });
+});
+
+describe("local state", () => {
+  it("keeps the runner's state folder and the workspace root out of every session's reach", async () => {
+    expect(statSync(join(workspace, ".ptybroker")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(workspace, ".disks")).mode & 0o777).toBe(0o700);
+    const { client } = await shell(acme);
+    expect(await run(client, `ls ${workspace} 2>&1 | sed 's/^.*: //'; ls -A / | tr '\\n' ' '`)).toBe(
+      "No such file or directory\nbin dev etc lib lib64 opt proc run sbin tmp usr var workspace \n",
+    );
   });
 });

@@ -5,7 +5,7 @@
 // (launch.ts), what holds its processes (containment.ts), and, for a login bash, the shell
 // integration it starts with (runner/agent/shell-integration.ts).
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { constants } from "node:os";
 import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
@@ -96,9 +96,11 @@ export class Isolation {
     let parts: SandboxParts | null = null;
     if (sandboxed && bwrap && setpriv && tools) {
       const runName = `${process.pid}_${randomBytes(4).toString("hex")}`;
-      const folder = join(stateFolder(config.workspace, isRoot), "sandbox", runName);
+      const sandboxes = join(stateFolder(config.workspace, isRoot), "sandbox");
+      removeDeadRuns(sandboxes);
+      const folder = join(sandboxes, runName);
       mkdirSync(folder, { recursive: true, mode: 0o700 });
-      const limits = Limits.start(runName, containment.runCgroup);
+      const limits = await Limits.start(runName, containment.runCgroup);
       parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder };
       log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB });
     } else {
@@ -242,6 +244,7 @@ export class Isolation {
     if (this.sandbox) {
       await this.sandbox.limits.close();
       this.sandbox.disks.close();
+      rmSync(this.sandbox.folder, { recursive: true, force: true });
     }
   }
 }
@@ -258,6 +261,20 @@ export function sessionLimits(asked: Partial<SessionLimits> | undefined, default
 /** The tenant's cgroup (its sessions share one CPU weight): as opaque as its user's name. */
 function tenantGroup(tenant: string): string {
   return tenantUserName(tenant).replace(/^ptyb-/, "t");
+}
+
+/** Removes the fifo folders of runs whose runner is gone (`<runner pid>_<random>`, as limits.ts names them). */
+function removeDeadRuns(folder: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = /^(\d+)_[0-9a-f]+$/.exec(name)?.[1];
+    if (pid && !existsSync(`/proc/${pid}`)) rmSync(join(folder, name), { recursive: true, force: true });
+  }
 }
 
 /** The first child of `pid` (/proc/<pid>/task/<pid>/children), or null. */

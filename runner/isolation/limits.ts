@@ -12,7 +12,7 @@
 //   `<mount>/ptybroker/<run>/<tenant group>/<session group>`, that its first process joins
 //   before anything of the session runs (launch.ts), beside its containment cgroup.
 // Group names are opaque (sandbox.ts's ids): nothing in them names a tenant or a session.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cgroup2Mount, endCgroup, makeCgroup } from "./cgroup.js";
 
@@ -68,6 +68,23 @@ function readCounter(file: string, name: string): number {
   }
 }
 
+/**
+ * Ends the groups of runs whose runner is gone (a crash leaves them; their processes were ended
+ * with their containment cgroups, run-record.ts): run folders are named `<runner pid>_<random>`.
+ */
+async function endDeadRuns(root: string): Promise<void> {
+  let names: string[] = [];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = /^(\d+)_[0-9a-f]+$/.exec(name)?.[1];
+    if (pid && !existsSync(`/proc/${pid}`)) await endCgroup(join(root, name));
+  }
+}
+
 interface Group {
   /** v1: one group per controller; v2: the containment cgroup */
   paths: string[];
@@ -89,7 +106,7 @@ export class Limits {
    * The layout this host offers, or throws saying what is missing (a sandboxed runner does not
    * start without limits). `v2Run` is this run's containment cgroup (null: none).
    */
-  static start(runName: string, v2Run: string | null, mounts = "/proc/mounts"): Limits {
+  static async start(runName: string, v2Run: string | null, mounts = "/proc/mounts"): Promise<Limits> {
     const mount = cgroup2Mount(mounts);
     if (mount && v2Run && CONTROLLERS.every((c) => v2Controllers(mount).includes(c))) {
       // Enable the controllers from the root down to the run's cgroup, whose children are the sessions.
@@ -108,7 +125,9 @@ export class Limits {
     }
     const runs = {} as Record<Controller, string>;
     for (const c of CONTROLLERS) {
-      runs[c] = join(v1[c] as string, "ptybroker", runName);
+      const root = join(v1[c] as string, "ptybroker");
+      await endDeadRuns(root);
+      runs[c] = join(root, runName);
       makeCgroup(runs[c]);
     }
     return new Limits("v1", runs);

@@ -4,7 +4,7 @@
 // on this host. Writing past it gives ENOSPC inside; the host's disk and other tenants never notice.
 // Images live in `<workspace>/.disks/` (root only, mode 0700), named by a hash of the tenant, and
 // stay between sessions and runner restarts: the workspace is the tenant's, sessions come and go.
-// A runner unmounts, when it stops, what it mounted (the image stays).
+// A runner unmounts, when it stops, what it mounted and nothing uses any more (the image stays).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmdirSync } from "node:fs";
@@ -69,18 +69,17 @@ export class TenantDisks {
     log.info("tenant_disk.mounted", { mountPoint, sizeMiB: this.sizeMiB, outcome: fresh ? "made" : "existing" });
   }
 
-  /** Unmounts what this runner mounted (after its sessions have ended). */
+  /**
+   * Unmounts what this runner mounted, where nothing uses it any more. One still in use (another
+   * runner on this host shares the workspace and has a session there) stays mounted: never a
+   * lazy unmount, which would let the next session mount the same image a second time.
+   */
   close(): void {
     for (const mountPoint of this.mounted) {
       try {
         run("umount", [mountPoint]);
-      } catch {
-        // Still busy (a process that outlived its session): detached now, gone when it lets go.
-        try {
-          run("umount", ["-l", mountPoint]);
-        } catch (error) {
-          log.warn("tenant_disk.unmount", { mountPoint, outcome: "failed", error });
-        }
+      } catch (error) {
+        log.info("tenant_disk.unmount", { mountPoint, outcome: "in_use", error: String((error as { stderr?: Buffer }).stderr ?? error).trim() });
       }
     }
     this.mounted.clear();
