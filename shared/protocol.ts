@@ -247,8 +247,10 @@ export function parseMessage<T>(schema: z.ZodType<T>, text: string, maxBytes = M
 
 // ---- A session's sandbox: what a create asks for, what the runner applied ----
 
+// Calls on these schemas are written from `z` (`z.enum(...).optional()`), never on the exported
+// name: scripts/pack-client.ts marks only calls on `z` pure, and the SDK's bundle must be able to
+// drop every schema (and zod with it).
 export const SessionNetworkSchema = z.enum(SESSION_NETWORKS);
-export const SessionSandboxSchema = z.enum(SESSION_SANDBOXES);
 
 /**
  * The limits a create may ask for, each optional and within SESSION_LIMITS_MIN..MAX; messages
@@ -276,11 +278,11 @@ export const LIMITS_ASKED = {
 };
 
 /** The limits a runner applied: all three, whatever its own defaults are. */
-const LimitsAppliedSchema = z.object({
+const LIMITS_APPLIED = {
   memoryMiB: z.number().int().min(1),
   pids: z.number().int().min(1),
   cpus: z.number().positive(),
-});
+};
 
 // ---- Runner link: one socket per session, runner ↔ PtySession object ----
 
@@ -290,9 +292,9 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
     type: z.literal("started"),
     pid: z.number().int(),
     /** how the runner contained the process, and the network and limits it applied (absent: it did not say) */
-    sandbox: SessionSandboxSchema.optional(),
-    network: SessionNetworkSchema.optional(),
-    limits: LimitsAppliedSchema.optional(),
+    sandbox: z.enum(SESSION_SANDBOXES).optional(),
+    network: z.enum(SESSION_NETWORKS).optional(),
+    limits: z.object(LIMITS_APPLIED).optional(),
   }),
   z.object({
     type: z.literal("exited"),
@@ -417,7 +419,7 @@ export const RunnerControlMessage = z.discriminatedUnion("type", [
     /** the runner is draining (a reconnect during a drain): place nothing on it */
     draining: z.boolean().optional(),
     /** how it contains sessions: `bwrap`, or `none` (local development only) */
-    sandbox: SessionSandboxSchema.optional(),
+    sandbox: z.enum(SESSION_SANDBOXES).optional(),
   }),
   z.object({ type: z.literal("released"), key: z.string() }),
   /** the runner is shutting down (SIGTERM): place nothing more on it; its sessions go on until it ends them */
@@ -435,7 +437,7 @@ export const SpawnSpecSchema = z.object({
   /** false: pipes for stdin, stdout and stderr instead of a terminal (absent: a terminal) */
   pty: z.boolean().optional(),
   /** what the client asked for; absent: the runner's default */
-  network: SessionNetworkSchema.optional(),
+  network: z.enum(SESSION_NETWORKS).optional(),
   limits: z.object(LIMITS_ASKED).optional(),
 });
 
