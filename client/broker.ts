@@ -1,7 +1,15 @@
 // The SDK's entry point: REST calls for sessions, and `Pty`s for attached terminals.
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { base64ToBytes } from "../shared/base64.js";
-import type { ExecResult, Session, SessionPage, SessionStatus, SignalName } from "../shared/session.js";
+import type {
+  ExecResult,
+  Session,
+  SessionLimits,
+  SessionNetwork,
+  SessionPage,
+  SessionStatus,
+  SignalName,
+} from "../shared/session.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PATIENCE_NEEDED_SEC } from "./patience.js";
 import { PtyBrokerError } from "./errors.js";
@@ -25,7 +33,17 @@ export interface PtyBrokerOptions {
   WebSocket?: (new (url: string) => SocketLike) | undefined;
 }
 
-export interface CreateOptions {
+/**
+ * The session's network and limits (absent: the runner's defaults). `network`: `"none"` (a
+ * loopback of its own) or `"egress"` (outbound connections). `limits`: any of `memoryMiB`
+ * (32..16384), `pids` (8..4096), `cpus` (0.05..8); past the maximum the server answers 400.
+ */
+export interface SandboxOptions {
+  network?: SessionNetwork | undefined;
+  limits?: { [K in keyof SessionLimits]?: SessionLimits[K] | undefined } | undefined;
+}
+
+export interface CreateOptions extends SandboxOptions {
   command?: string | undefined;
   args?: string[] | undefined;
   cwd?: string | undefined;
@@ -45,7 +63,7 @@ export interface CreateOptions {
   detachedTimeoutSec?: number | undefined;
 }
 
-export interface ExecOptions {
+export interface ExecOptions extends SandboxOptions {
   args?: string[] | undefined;
   cwd?: string | undefined;
   env?: Record<string, string> | undefined;
@@ -267,7 +285,7 @@ export class PtyBroker {
 
   /**
    * Runs one command to completion without a terminal (`POST /v1/exec`) and answers its exit
-   * and output: `{id, exitCode, signal, stdout, stderr, truncated, durationMs, timedOut}`. The
+   * and output: `{id, exitCode, signal, stdout, stderr, truncated, durationMs, timedOut, reason}`. The
    * `id` is a `pty: false` session, readable and replayable afterwards.
    */
   exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {

@@ -4,6 +4,7 @@ export {
   type PtyBrokerOptions,
   type CreateOptions,
   type ExecOptions,
+  type SandboxOptions,
   type OutputRange,
   type RecordingRange,
   type ListFilter,
@@ -36,6 +37,9 @@ export type {
   TenantEvent,
   TenantEventType,
   SessionTimers,
+  SessionNetwork,
+  SessionLimits,
+  SessionSandbox,
   ExecResult,
 } from "../shared/session.js";
 export type { ExitInfo } from "../shared/protocol.js";

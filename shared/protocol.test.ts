@@ -408,6 +408,15 @@ describe("parseMessage(RunnerLinkMessage)", () => {
     ['{"type":"started","pid":1234}', { type: "started", pid: 1234 }],
     ['{"type":"exited","exitCode":0,"signal":null}', { type: "exited", exitCode: 0, signal: null }],
     ['{"type":"exited","exitCode":null,"signal":"SIGKILL"}', { type: "exited", exitCode: null, signal: "SIGKILL" }],
+    [
+      '{"type":"exited","exitCode":null,"signal":"SIGKILL","reason":"oom"}',
+      { type: "exited", exitCode: null, signal: "SIGKILL", reason: "oom" },
+    ],
+    [
+      '{"type":"started","pid":7,"sandbox":"bwrap","network":"none","limits":{"memoryMiB":512,"pids":64,"cpus":0.5}}',
+      { type: "started", pid: 7, sandbox: "bwrap", network: "none", limits: { memoryMiB: 512, pids: 64, cpus: 0.5 } },
+    ],
+    ['{"type":"started","pid":7,"sandbox":"none"}', { type: "started", pid: 7, sandbox: "none" }],
     ['{"type":"failed","error":"ENOENT"}', { type: "failed", error: "ENOENT" }],
     ['{"type":"retained","from":4096}', { type: "retained", from: 4096 }],
     ['{"type":"read_gap","id":3,"from":0,"to":10}', { type: "read_gap", id: 3, from: 0, to: 10 }],
@@ -440,6 +449,13 @@ describe("parseMessage(RunnerLinkMessage)", () => {
     '{"type":"started","pid":"1"}',
     '{"type":"exited","exitCode":0}',
     '{"type":"exited","exitCode":"0","signal":null}',
+    '{"type":"exited","exitCode":null,"signal":"SIGKILL","reason":"killed"}',
+    '{"type":"started","pid":7,"sandbox":"docker"}',
+    '{"type":"started","pid":7,"network":"host"}',
+    '{"type":"started","pid":7,"limits":{"memoryMiB":512,"pids":64}}',
+    '{"type":"started","pid":7,"limits":{"memoryMiB":0,"pids":64,"cpus":1}}',
+    '{"type":"started","pid":7,"limits":{"memoryMiB":512,"pids":64,"cpus":0}}',
+    '{"type":"started","pid":7,"limits":{"memoryMiB":512.5,"pids":64,"cpus":1}}',
     '{"type":"failed"}',
     '{"type":"failed","error":null}',
     '{"type":"resize","cols":80,"rows":24}',
@@ -504,6 +520,13 @@ describe("parseMessage(RunnerControlMessage)", () => {
     });
   });
 
+  it("accepts register with how the runner contains sessions", () => {
+    for (const sandbox of ["bwrap", "none"]) {
+      const message = { type: "register", runnerId: "r-1", capacity: 8, sessions: [], sandbox };
+      expect(expectOk(parseMessage(RunnerControlMessage, JSON.stringify(message)))).toEqual(message);
+    }
+  });
+
   it("accepts register with no sessions and zero capacity", () => {
     const text = JSON.stringify({ type: "register", runnerId: "r", capacity: 0, sessions: [] });
     expect(expectOk(parseMessage(RunnerControlMessage, text))).toMatchObject({ capacity: 0, sessions: [] });
@@ -523,6 +546,7 @@ describe("parseMessage(RunnerControlMessage)", () => {
     ["fractional capacity", { type: "register", runnerId: "r", capacity: 1.5, sessions: [] }],
     ["missing sessions", { type: "register", runnerId: "r", capacity: 1 }],
     ["non-string session key", { type: "register", runnerId: "r", capacity: 1, sessions: [1] }],
+    ["an unknown sandbox", { type: "register", runnerId: "r", capacity: 1, sessions: [], sandbox: "chroot" }],
     ["released without key", { type: "released" }],
     ["unknown type", { type: "spawn", key: "k" }],
   ])("rejects %s", (_label, message) => {
@@ -546,6 +570,20 @@ describe("parseMessage(PoolMessage)", () => {
     expect(expectOk(parseMessage(PoolMessage, JSON.stringify(message)))).toEqual(message);
   });
 
+  it("round-trips spawn with the network and limits asked for, all of them or some", () => {
+    const asked = [
+      { network: "none", limits: { memoryMiB: 512, pids: 64, cpus: 0.5 } },
+      { network: "egress" },
+      { limits: { cpus: 8 } },
+      { limits: { memoryMiB: 32, pids: 8, cpus: 0.05 } },
+      { limits: { memoryMiB: 16384, pids: 4096 } },
+    ];
+    for (const fields of asked) {
+      const message = { ...spawn, spec: { ...spec, ...fields } };
+      expect(expectOk(parseMessage(PoolMessage, JSON.stringify(message)))).toEqual(message);
+    }
+  });
+
   it("accepts spawn with a cwd", () => {
     const text = JSON.stringify({ ...spawn, spec: { ...spec, cwd: "/tmp" } });
     expect(expectOk(parseMessage(PoolMessage, text))).toMatchObject({ spec: { cwd: "/tmp" } });
@@ -558,6 +596,15 @@ describe("parseMessage(PoolMessage)", () => {
     ["non-string env value", { ...spawn, spec: { ...spec, env: { A: 1 } } }],
     ["args not an array", { ...spawn, spec: { ...spec, args: "-l" } }],
     ["missing cwd", { ...spawn, spec: { command: "sh", args: [], env: {}, cols: 80, rows: 24 } }],
+    ["an unknown network", { ...spawn, spec: { ...spec, network: "host" } }],
+    ["limits not an object", { ...spawn, spec: { ...spec, limits: 512 } }],
+    ["memoryMiB below 32", { ...spawn, spec: { ...spec, limits: { memoryMiB: 31 } } }],
+    ["memoryMiB above the maximum", { ...spawn, spec: { ...spec, limits: { memoryMiB: 16385 } } }],
+    ["fractional memoryMiB", { ...spawn, spec: { ...spec, limits: { memoryMiB: 512.5 } } }],
+    ["pids below 8", { ...spawn, spec: { ...spec, limits: { pids: 7 } } }],
+    ["pids above the maximum", { ...spawn, spec: { ...spec, limits: { pids: 4097 } } }],
+    ["cpus below 0.05", { ...spawn, spec: { ...spec, limits: { cpus: 0.04 } } }],
+    ["cpus above the maximum", { ...spawn, spec: { ...spec, limits: { cpus: 8.5 } } }],
     ["unknown type", { type: "kill", key: "acme/s1" }],
     ["serve without a tenant", { type: "serve", key: "acme/s1", sessionId: "s1", linkToken }],
     ["spawn without a link token", { ...spawn, linkToken: undefined }],

@@ -2,7 +2,17 @@
 // Binary frames carry terminal bytes; text frames carry JSON control messages.
 // Pure functions only: used by the Worker (workerd), the runner (Node) and clients.
 import { z } from "zod";
-import { END_REASONS, SESSION_STATUSES, SIGNALS, type EndReason, type Session } from "./session.js";
+import {
+  END_REASONS,
+  SESSION_LIMITS_MAX,
+  SESSION_LIMITS_MIN,
+  SESSION_NETWORKS,
+  SESSION_SANDBOXES,
+  SESSION_STATUSES,
+  SIGNALS,
+  type EndReason,
+  type Session,
+} from "./session.js";
 import { utf8ByteLength } from "./utf8.js";
 
 /** First byte of every binary frame. */
@@ -235,17 +245,66 @@ export function parseMessage<T>(schema: z.ZodType<T>, text: string, maxBytes = M
   return { ok: true, value: parsed.data };
 }
 
+// ---- A session's sandbox: what a create asks for, what the runner applied ----
+
+// Calls on these schemas are written from `z` (`z.enum(...).optional()`), never on the exported
+// name: scripts/pack-client.ts marks only calls on `z` pure, and the SDK's bundle must be able to
+// drop every schema (and zod with it).
+export const SessionNetworkSchema = z.enum(SESSION_NETWORKS);
+
+/**
+ * The limits a create may ask for, each optional and within SESSION_LIMITS_MIN..MAX; messages
+ * name the bound. The REST body takes them strictly (`z.strictObject(LIMITS_ASKED)`), the spawn
+ * order as the protocol's other messages do.
+ */
+export const LIMITS_ASKED = {
+  memoryMiB: z
+    .number()
+    .int("a whole number of MiB")
+    .min(SESSION_LIMITS_MIN.memoryMiB, `at least ${SESSION_LIMITS_MIN.memoryMiB} MiB`)
+    .max(SESSION_LIMITS_MAX.memoryMiB, `at most ${SESSION_LIMITS_MAX.memoryMiB} MiB, the maximum`)
+    .optional(),
+  pids: z
+    .number()
+    .int("a whole number of processes")
+    .min(SESSION_LIMITS_MIN.pids, `at least ${SESSION_LIMITS_MIN.pids}`)
+    .max(SESSION_LIMITS_MAX.pids, `at most ${SESSION_LIMITS_MAX.pids}, the maximum`)
+    .optional(),
+  cpus: z
+    .number()
+    .min(SESSION_LIMITS_MIN.cpus, `at least ${SESSION_LIMITS_MIN.cpus}`)
+    .max(SESSION_LIMITS_MAX.cpus, `at most ${SESSION_LIMITS_MAX.cpus}, the maximum`)
+    .optional(),
+};
+
+/** The limits a runner applied: all three, whatever its own defaults are. */
+const LIMITS_APPLIED = {
+  memoryMiB: z.number().int().min(1),
+  pids: z.number().int().min(1),
+  cpus: z.number().positive(),
+};
+
 // ---- Runner link: one socket per session, runner ↔ PtySession object ----
 
 /** runner → edge */
 export const RunnerLinkMessage = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("started"), pid: z.number().int() }),
+  z.object({
+    type: z.literal("started"),
+    pid: z.number().int(),
+    /** how the runner contained the process, and the network and limits it applied (absent: it did not say) */
+    sandbox: z.enum(SESSION_SANDBOXES).optional(),
+    network: z.enum(SESSION_NETWORKS).optional(),
+    limits: z.object(LIMITS_APPLIED).optional(),
+  }),
   z.object({
     type: z.literal("exited"),
     exitCode: z.number().int().nullable(),
     signal: z.string().nullable(),
-    /** set when the runner ended the process itself: `drain` (it was shutting down) */
-    reason: z.enum(["drain"]).optional(),
+    /**
+     * set when the runner ended the process itself: `drain` (it was shutting down), or when the
+     * kernel did: `oom` (the session passed its memory limit)
+     */
+    reason: z.enum(["drain", "oom"]).optional(),
   }),
   z.object({ type: z.literal("failed"), error: z.string() }),
   /** the log now holds output from `from` on (older bytes were trimmed) */
@@ -359,6 +418,8 @@ export const RunnerControlMessage = z.discriminatedUnion("type", [
     tenants: z.array(z.string().min(1).max(64)).max(1000).optional(),
     /** the runner is draining (a reconnect during a drain): place nothing on it */
     draining: z.boolean().optional(),
+    /** how it contains sessions: `bwrap`, or `none` (local development only) */
+    sandbox: z.enum(SESSION_SANDBOXES).optional(),
   }),
   z.object({ type: z.literal("released"), key: z.string() }),
   /** the runner is shutting down (SIGTERM): place nothing more on it; its sessions go on until it ends them */
@@ -375,6 +436,9 @@ export const SpawnSpecSchema = z.object({
   rows: dimension,
   /** false: pipes for stdin, stdout and stderr instead of a terminal (absent: a terminal) */
   pty: z.boolean().optional(),
+  /** what the client asked for; absent: the runner's default */
+  network: z.enum(SESSION_NETWORKS).optional(),
+  limits: z.object(LIMITS_ASKED).optional(),
 });
 
 /** edge → runner */

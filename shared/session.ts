@@ -22,7 +22,7 @@ export function canMove(from: SessionStatus, to: SessionStatus): boolean {
 }
 
 /** Why a session ended (docs/protocol.md §4); null while it runs. */
-export const END_REASONS = ["exit", "deleted", "timeout", "idle", "detached", "drain", "runner_lost", "failed"] as const;
+export const END_REASONS = ["exit", "deleted", "timeout", "idle", "detached", "drain", "oom", "runner_lost", "failed"] as const;
 export type EndReason = (typeof END_REASONS)[number];
 
 /** The three timers of a session, in seconds; 0 = off (docs/protocol.md §4, "Timers"). */
@@ -31,6 +31,36 @@ export interface SessionTimers {
   idleTimeoutSec: number;
   detachedTimeoutSec: number;
 }
+
+/**
+ * A session's network (docs/protocol.md §3, "Create"): `none`, a loopback of its own only;
+ * `egress`, outbound connections through the runner's user-mode network stack.
+ */
+export const SESSION_NETWORKS = ["none", "egress"] as const;
+export type SessionNetwork = (typeof SESSION_NETWORKS)[number];
+
+/** How the runner contained a session's process: its own namespaces (`bwrap`), or not at all (`none`). */
+export const SESSION_SANDBOXES = ["bwrap", "none"] as const;
+export type SessionSandbox = (typeof SESSION_SANDBOXES)[number];
+
+/**
+ * A session's resource limits (docs/protocol.md §3, "Create"): memory in MiB, processes and
+ * threads, CPUs (fractions allowed). A create may ask for any of them; the runner reports all
+ * three as it applied them.
+ */
+export interface SessionLimits {
+  memoryMiB: number;
+  pids: number;
+  cpus: number;
+}
+
+/** The least a create may ask for. */
+export const SESSION_LIMITS_MIN = { memoryMiB: 32, pids: 8, cpus: 0.05 } as const;
+/**
+ * The most a create may ask for: every tenant's maximum until tenants' limits become data (a
+ * later issue). More is refused with 400 naming the field and this maximum.
+ */
+export const SESSION_LIMITS_MAX = { memoryMiB: 16384, pids: 4096, cpus: 8 } as const;
 
 export interface Session extends SessionTimers {
   id: string;
@@ -59,6 +89,14 @@ export interface Session extends SessionTimers {
   clients: number;
   /** When `timeoutSec` will end the session (ISO time), or null. */
   expiresAt: string | null;
+  /** How the runner contained the process, as it reported at the start; null until then. */
+  sandbox: SessionSandbox | null;
+  /** The network asked for (null: the runner's default), then the one the runner applied. */
+  network: SessionNetwork | null;
+  /**
+   * The limits asked for (only those asked; null: none), then the three the runner applied.
+   */
+  limits: Partial<SessionLimits> | null;
 }
 
 /** What a runner needs to start a session's process. */
@@ -71,6 +109,9 @@ export interface SpawnSpec {
   rows: number;
   /** false: pipes instead of a terminal; absent: a terminal */
   pty?: boolean;
+  /** What the client asked for; absent: the runner's default. */
+  network?: SessionNetwork;
+  limits?: Partial<SessionLimits>;
 }
 
 export const DEFAULT_COMMAND = "/bin/bash";
@@ -124,6 +165,8 @@ export interface ExecResult {
   durationMs: number;
   /** `timeoutSec` passed and the process was killed with SIGKILL. */
   timedOut: boolean;
+  /** Why the session ended, as in its record (`"oom"`: killed for passing its memory limit). */
+  reason: EndReason | null;
 }
 
 /** A page of `GET /v1/sessions`: `nextCursor` continues after the last one, null at the end. */

@@ -1,9 +1,9 @@
 // Bad input answers with the right status and code, and changes nothing.
 import { beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import type { Session } from "../shared/session.js";
+import type { Session, TenantEvent } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
-import { Api, line, onSharedStack } from "./harness.js";
+import { Api, line, onSharedStack, tenantEvents } from "./harness.js";
 
 const suite = onSharedStack({ clients: "close" });
 const { url, api: acme, globex } = suite;
@@ -204,5 +204,61 @@ describe("bad input", () => {
     const res = await acme.request("POST", "/v1/sessions", { id: s.id });
     expect(res).toMatchObject({ status: 409, body: { error: { code: "CONFLICT" } } });
     await unchanged();
+  });
+});
+
+describe("network and limits", () => {
+  const bad: [Record<string, unknown>, string][] = [
+    [{ network: "host" }, 'network: Invalid option: expected one of "none"|"egress"'],
+    [{ network: 1 }, 'network: Invalid option: expected one of "none"|"egress"'],
+    [{ network: null }, 'network: Invalid option: expected one of "none"|"egress"'],
+    [{ limits: "big" }, "limits: Invalid input: expected object, received string"],
+    [{ limits: [512] }, "limits: Invalid input: expected object, received array"],
+    [{ limits: { memoryMiB: 512, disk: 5 } }, 'limits: Unrecognized key: "disk"'],
+    [{ limits: { memoryMiB: "512" } }, "limits.memoryMiB: Invalid input: expected number, received string"],
+    [{ limits: { memoryMiB: 31 } }, "limits.memoryMiB: at least 32 MiB"],
+    [{ limits: { memoryMiB: 16385 } }, "limits.memoryMiB: at most 16384 MiB, the maximum"],
+    [{ limits: { memoryMiB: 512.5 } }, "limits.memoryMiB: a whole number of MiB"],
+    [{ limits: { pids: 7 } }, "limits.pids: at least 8"],
+    [{ limits: { pids: 4097 } }, "limits.pids: at most 4096, the maximum"],
+    [{ limits: { pids: 64.5 } }, "limits.pids: a whole number of processes"],
+    [{ limits: { cpus: 0.04 } }, "limits.cpus: at least 0.05"],
+    [{ limits: { cpus: 8.5 } }, "limits.cpus: at most 8, the maximum"],
+    [{ limits: { cpus: "1" } }, "limits.cpus: Invalid input: expected number, received string"],
+  ];
+
+  it("refuses each bad network or limits on create and on exec with 400 naming the field, and creates nothing", async () => {
+    const count = async () => (await acme.request("GET", "/v1/sessions?limit=1000")).body.sessions.length as number;
+    const before = await count();
+    for (const [fields, message] of bad) {
+      const create = await acme.request("POST", "/v1/sessions", { command: "/bin/cat", pty: false, ...fields });
+      expect(create, `create ${JSON.stringify(fields)}`).toMatchObject({ status: 400 });
+      expect(create.body).toEqual({ error: { code: "INVALID_REQUEST", message } });
+      const exec = await acme.request("POST", "/v1/exec", { command: "/bin/echo", args: ["ran"], ...fields });
+      expect(exec, `exec ${JSON.stringify(fields)}`).toMatchObject({ status: 400 });
+      expect(exec.body).toEqual({ error: { code: "INVALID_REQUEST", message } });
+    }
+    expect(await count()).toBe(before);
+    await unchanged();
+  });
+
+  it("shows the network and limits asked for in the record before the start, and takes them on exec", async () => {
+    const events = suite.cleanup.stream(tenantEvents(url, TENANTS.acme));
+    await events.waitFor(() => events.status === 200, "the events stream open");
+    const asked = { network: "none", limits: { memoryMiB: 256, cpus: 0.5 } };
+    const s = await suite.session({ command: "/bin/cat", pty: false, tags: ["bad-input-sandbox"], ...asked });
+    const createdOf = () => events.json<TenantEvent>("session.created").find((e) => e.session.id === s.id)?.session;
+    await events.waitFor(() => createdOf() !== undefined, "session.created");
+    // Placed, not yet started: the runner has said nothing, the record holds what was asked.
+    const created = createdOf() as Session;
+    expect(created.status).toBe("starting");
+    expect({ sandbox: created.sandbox, network: created.network, limits: created.limits }).toEqual({ sandbox: null, ...asked });
+    // Started: the network asked for, and these limits among what the runner applied.
+    expect(s).toMatchObject({ status: "running", network: "none", limits: asked.limits });
+
+    const ran = await acme.request("POST", "/v1/exec", { command: "/bin/echo", args: ["boxed"], network: "none", limits: { pids: 64 } });
+    expect(ran).toMatchObject({ status: 200, body: { exitCode: 0, stdout: "boxed\n", stderr: "", reason: "exit" } });
+    suite.purgeLater(ran.body.id);
+    expect(await acme.get(ran.body.id)).toMatchObject({ status: "exited", network: "none", limits: { pids: 64 } });
   });
 });

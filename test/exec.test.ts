@@ -64,6 +64,7 @@ describe("exec", () => {
       truncated: false,
       durationMs: expect.any(Number),
       timedOut: false,
+      reason: "exit",
     });
     expect(Number.isInteger(result.durationMs) && result.durationMs >= 0).toBe(true);
 
@@ -145,6 +146,7 @@ describe("exec", () => {
       truncated: false,
       durationMs: expect.any(Number),
       timedOut: true,
+      reason: "timeout",
     });
     expect(result.durationMs).toBeGreaterThanOrEqual(1000);
     const s = await acme.get(result.id);

@@ -21,6 +21,7 @@ const REASON_TEXT: Record<EndReason, string> = {
   idle: "idle too long",
   detached: "no client attached for too long",
   drain: "its runner shut down",
+  oom: "out of memory: it passed its memory limit",
   runner_lost: "its runner was lost",
   failed: "the session failed",
 };

@@ -10,6 +10,7 @@ import type {
   EndReason,
   Session,
   SessionPage,
+  SessionSandbox,
   SessionStatus,
   SessionTimers as TimerSettings,
   SignalName,
@@ -130,4 +131,6 @@ export interface RunnerInfo {
   capacity: number;
   sessions: number;
   draining: boolean;
+  /** How the runner said it contains sessions (its `register`); null when it did not say. */
+  sandbox: SessionSandbox | null;
 }

@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import type { PtyBroker } from "../index.js";
 import { broker, offset, one, terminalSize, UsageError } from "./common.js";
+import { SANDBOX_FLAGS, sandboxOptions } from "./sandbox-flags.js";
 import { type AttachResult, attach } from "./terminal.js";
 
 async function attachAndReport(b: PtyBroker, id: string, from: number | "live" | "screen" | "auto"): Promise<number> {
@@ -25,6 +26,7 @@ export async function run(args: string[]): Promise<number> {
       cwd: { type: "string" },
       env: { type: "string", multiple: true },
       tag: { type: "string", multiple: true },
+      ...SANDBOX_FLAGS,
     },
   });
   const env: Record<string, string> = {};
@@ -42,6 +44,7 @@ export async function run(args: string[]): Promise<number> {
     label: values.label,
     tags: values.tag,
     env: Object.keys(env).length ? env : undefined,
+    ...sandboxOptions(values),
   });
   process.stderr.write(`[ptybroker: session ${session.id}]\r\n`);
   return attachAndReport(b, session.id, 0);

@@ -3,7 +3,8 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { broker, networkReason, offset, one, UsageError, write } from "./common.js";
-import { execExitStatus } from "./exit-status.js";
+import { execExitStatus, OOM_NOTE } from "./exit-status.js";
+import { SANDBOX_FLAGS, sandboxOptions } from "./sandbox-flags.js";
 
 export async function exec(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -14,6 +15,7 @@ export async function exec(args: string[]): Promise<number> {
       timeout: { type: "string" },
       "max-output": { type: "string" },
       json: { type: "boolean" },
+      ...SANDBOX_FLAGS,
     },
   });
   const [command, ...commandArgs] = positionals;
@@ -23,10 +25,11 @@ export async function exec(args: string[]): Promise<number> {
     throw new UsageError(`--timeout takes whole seconds 1..3600, got ${JSON.stringify(values.timeout)}`);
   }
   const maxOutputBytes = offset(values["max-output"], "max-output");
+  const sandbox = sandboxOptions(values);
   let stdin: string | undefined;
   if (values["stdin-file"] !== undefined) stdin = await readFile(values["stdin-file"], "utf8");
   else if (!process.stdin.isTTY) stdin = await text(process.stdin);
-  const result = await broker().exec(command, { args: commandArgs, stdin, timeoutSec, maxOutputBytes });
+  const result = await broker().exec(command, { args: commandArgs, stdin, timeoutSec, maxOutputBytes, ...sandbox });
   if (values.json) {
     await write(new TextEncoder().encode(`${JSON.stringify(result, null, 2)}\n`));
   } else {
@@ -36,6 +39,7 @@ export async function exec(args: string[]): Promise<number> {
   const note = (line: string) => process.stderr.write(`[ptybroker: ${line}]\n`);
   if (result.truncated) note(`output cut at ${maxOutputBytes ?? 1 << 20} bytes; all of it: ptybroker logs ${result.id}`);
   if (result.timedOut) note(`timed out after ${timeoutSec ?? 60} s and killed (session ${result.id})`);
+  else if (result.reason === "oom") note(`${OOM_NOTE} (session ${result.id})`);
   return execExitStatus(result);
 }
 

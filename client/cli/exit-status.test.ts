@@ -1,6 +1,7 @@
-// `ptybroker exec`'s exit status from an exec answer: pure logic, no server.
+// `ptybroker exec`'s exit status from an exec answer, and the note the CLI prints for how a session
+// ended: pure logic, no server.
 import { describe, expect, it } from "vitest";
-import { execExitStatus } from "./exit-status.js";
+import { endNote, execExitStatus } from "./exit-status.js";
 
 describe("execExitStatus", () => {
   it("the command's own exit code, 0 and 3 alike", () => {
@@ -22,5 +23,26 @@ describe("execExitStatus", () => {
   it("255 when the answer names neither a code nor a known signal", () => {
     expect(execExitStatus({ exitCode: null, signal: null, timedOut: false })).toBe(255);
     expect(execExitStatus({ exitCode: null, signal: "SIGNOPE", timedOut: false })).toBe(255);
+  });
+});
+
+describe("endNote", () => {
+  it("says out of memory for a session killed at its memory limit, with the signal that did it", () => {
+    expect(endNote({ status: "exited", signal: "SIGKILL", reason: "oom" })).toBe(
+      "out of memory: the session passed its memory limit and was killed (SIGKILL)",
+    );
+    expect(endNote({ status: "exited", signal: null, reason: "oom" })).toBe(
+      "out of memory: the session passed its memory limit and was killed",
+    );
+  });
+
+  it("names the signal of another end by a signal, and the status of a session that did not exit", () => {
+    expect(endNote({ status: "exited", signal: "SIGHUP", reason: "deleted" })).toBe("session ended by SIGHUP");
+    expect(endNote({ status: "lost", signal: null, reason: "runner_lost" })).toBe("session lost");
+    expect(endNote({ status: "failed", signal: null, reason: "failed" })).toBe("session failed");
+  });
+
+  it("says nothing when the exit code says it all", () => {
+    expect(endNote({ status: "exited", signal: null, reason: "exit" })).toBeNull();
   });
 });

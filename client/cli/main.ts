@@ -13,7 +13,7 @@ import { kill, logs, ls, share } from "./sessions.js";
 const USAGE = `ptybroker: persistent remote terminals
 
 Usage:
-  ptybroker run [--label L] [--cwd DIR] [--env NAME=VALUE]... [-- command [args...]]
+  ptybroker run [--label L] [--cwd DIR] [--env NAME=VALUE]... [SANDBOX] [-- command [args...]]
                                    create a session (default: a login shell) and attach
   ptybroker attach <id> [--from OFFSET | --from screen | --live]
                                    attach; the earlier output is shown again first, or, when
@@ -25,7 +25,7 @@ Usage:
                                    code as ours; timed out (default 30 s, at most 3600): 124,
                                    the command keeps running. Ctrl+C interrupts the command
                                    (SIGINT to the session); twice leaves it running
-  ptybroker exec [--stdin-file F] [--timeout SECONDS] [--max-output BYTES] [--json] -- <command> [args...]
+  ptybroker exec [--stdin-file F] [--timeout SECONDS] [--max-output BYTES] [--json] [SANDBOX] -- <command> [args...]
                                    run one command to completion without a terminal: its stdout
                                    to stdout, its stderr to stderr, its exit code as ours (128+n
                                    for a signal; killed at the timeout, default 60 s, at most
@@ -34,6 +34,12 @@ Usage:
                                    Output past --max-output (default 1 MiB) is cut; ptybroker
                                    logs <id> has all of it. Ctrl+C stops waiting, and the command
                                    runs on until it ends or times out
+  SANDBOX, the session's network and limits (run, exec; absent: the runner's defaults):
+    --network none|egress          none: a loopback of its own only; egress: outbound too
+    --memory MIB                   memory, 32..16384 MiB; past it the session is killed and
+                                   ends "out of memory" (reason oom)
+    --pids N                       processes and threads, 8..4096
+    --cpus N                       CPUs, 0.05..8 (0.5: half of one)
   ptybroker record <id> [--from OFFSET] [--to OFFSET] > session.cast
                                    the session's output as an asciicast v2 recording, streamed to
                                    stdout as it is read (asciinema play session.cast plays it)

@@ -3,6 +3,7 @@
 // reconnects on its own and resumes by offset; the terminal is restored on every way out.
 import { spawnSync } from "node:child_process";
 import type { ExitInfo, Pty } from "../index.js";
+import { endNote } from "./exit-status.js";
 
 /** Ctrl+] — the same detach key as telnet and `docker attach`'s default family. */
 export const DETACH_BYTE = 0x1d;
@@ -133,10 +134,7 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
     const onExit = (info: ExitInfo) => {
       const signalCode = info.signal ? 128 + (SIGNAL_NUMBERS[info.signal] ?? 0) : undefined;
       const code = info.exitCode ?? signalCode ?? (info.status === "exited" ? 0 : 255);
-      let message: string | null = null;
-      if (info.status !== "exited") message = `session ${info.status}`;
-      else if (info.signal) message = `session ended by ${info.signal}`;
-      finish({ kind: "exited", code, message });
+      finish({ kind: "exited", code, message: endNote(info) });
     };
 
     const unsubscribe = [

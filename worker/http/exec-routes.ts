@@ -70,6 +70,7 @@ execRoutes.post("/", validate("json", ExecBody), async (c) => {
     truncated,
     durationMs: ended.exitedAt ? Date.parse(ended.exitedAt) - Date.parse(created.createdAt) : Date.now() - started,
     timedOut: ended.reason === "timeout",
+    reason: ended.reason,
   };
   return c.json(result);
 });

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { SESSION_STATUSES } from "../../shared/session.js";
 import { EXPECT_TIMEOUT_SEC, RUN_TIMEOUT_SEC } from "../../shared/agent.js";
-import { MAX_COMMAND_TEXT, SignalSchema } from "../../shared/protocol.js";
+import { LIMITS_ASKED, MAX_COMMAND_TEXT, SessionNetworkSchema, SignalSchema } from "../../shared/protocol.js";
 
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -49,6 +49,9 @@ const processFields = {
     )
     .refine((env) => Object.keys(env).length <= 256, "at most 256 env variables")
     .optional(),
+  /** The session's network and limits (docs/protocol.md §3, "Create"); absent: the runner's defaults. */
+  network: SessionNetworkSchema.optional(),
+  limits: z.strictObject(LIMITS_ASKED).optional(),
 };
 
 export const CreateSessionBody = z

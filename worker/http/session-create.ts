@@ -2,7 +2,16 @@
 // reserves the id and a quota slot (429 beyond), then the session's object places it on a
 // runner. A create cut short leaves no index row behind.
 import { type Failure, unwrap } from "../../shared/errors.js";
-import { DEFAULT_ARGS, DEFAULT_COLS, DEFAULT_COMMAND, DEFAULT_ROWS, type Session, type SessionTimers } from "../../shared/session.js";
+import {
+  DEFAULT_ARGS,
+  DEFAULT_COLS,
+  DEFAULT_COMMAND,
+  DEFAULT_ROWS,
+  type Session,
+  type SessionLimits,
+  type SessionNetwork,
+  type SessionTimers,
+} from "../../shared/session.js";
 import { type Env, limits, sessionStub, tenantStub } from "../env.js";
 
 export interface NewSession {
@@ -14,6 +23,8 @@ export interface NewSession {
   cols?: number;
   rows?: number;
   pty?: boolean;
+  network?: SessionNetwork;
+  limits?: Partial<SessionLimits>;
   tags?: string[];
   label?: string;
   timers?: Partial<SessionTimers>;
@@ -57,6 +68,8 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
         cols: body.cols ?? DEFAULT_COLS,
         rows: body.rows ?? DEFAULT_ROWS,
         ...(body.pty === false ? { pty: false } : {}),
+        ...(body.network ? { network: body.network } : {}),
+        ...(body.limits ? { limits: body.limits } : {}),
       },
       timers: {
         timeoutSec: body.timers?.timeoutSec ?? lim.timeoutSec,

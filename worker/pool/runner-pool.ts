@@ -7,6 +7,7 @@ import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
 import { PING_TEXT, PONG_TEXT, type PoolMessage, RunnerControlMessage, parseMessage } from "../../shared/protocol.js";
+import type { SessionSandbox } from "../../shared/session.js";
 import { runnerFromHeaders } from "../auth/auth.js";
 import { type Env, sessionStub } from "../env.js";
 import type { PoolRpc, RunnerInfo } from "../rpc.js";
@@ -23,6 +24,8 @@ interface RunnerAttachment {
   openedAt?: number;
   /** the runner is shutting down: no new sessions */
   draining?: boolean;
+  /** how the runner said it contains sessions (register); absent: it did not say */
+  sandbox?: SessionSandbox;
 }
 
 /** A control socket silent this long (heartbeats every 10 s) is taken for gone: no placements, no runner id. */
@@ -142,6 +145,7 @@ export class RunnerPool extends DurableObject<Env> implements PoolRpc {
           verified: att.verified ?? false,
           openedAt: att.openedAt,
           draining: msg.draining ?? false,
+          ...(msg.sandbox ? { sandbox: msg.sandbox } : {}),
         } satisfies RunnerAttachment);
         await this.watch();
         this.ctx.storage.transactionSync(() => {
@@ -155,6 +159,7 @@ export class RunnerPool extends DurableObject<Env> implements PoolRpc {
           capacity: msg.capacity,
           sessions: msg.sessions.length,
           verified: att.verified ?? false,
+          sandbox: msg.sandbox ?? null,
         });
       } else if (msg.type === "draining") {
         const att = ws.deserializeAttachment() as RunnerAttachment;
@@ -248,6 +253,7 @@ export class RunnerPool extends DurableObject<Env> implements PoolRpc {
           capacity: att.capacity,
           sessions: counts.get(att.runnerId) ?? 0,
           draining: att.draining ?? false,
+          sandbox: att.sandbox ?? null,
         },
         tenants: att.tenants ?? null,
       });

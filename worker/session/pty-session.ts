@@ -329,7 +329,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
   private async hostSaid(msg: HostNews): Promise<void> {
     switch (msg.type) {
       case "started":
-        return this.start.started(msg.pid);
+        return this.start.started(msg);
       case "exited":
         return this.end.processExited(msg);
       case "failed":

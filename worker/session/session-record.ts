@@ -76,6 +76,10 @@ export class SessionRecord {
         reason: null,
         ...timers,
         expiresAt: expiresAt(timers.timeoutSec, now),
+        // As asked until the runner's `started` says what it applied (session-start.ts).
+        sandbox: null,
+        network: spec.network ?? null,
+        limits: spec.limits ?? null,
       },
     };
     this.save();
@@ -195,7 +199,18 @@ export class SessionRecord {
   view(clients: number): Session {
     const stored = this.stored;
     if (!stored) throw new Error("no session");
-    return { ...stored.record, pty: stored.record.pty !== false, offset: this.offsetNow, retainedFrom: this.retainedFromNow, clients };
+    // Records stored before sandboxes were reported have no sandbox, network or limits: null.
+    const { sandbox = null, network = null, limits = null } = stored.record as Partial<RecordFields>;
+    return {
+      ...stored.record,
+      pty: stored.record.pty !== false,
+      sandbox,
+      network,
+      limits,
+      offset: this.offsetNow,
+      retainedFrom: this.retainedFromNow,
+      clients,
+    };
   }
 
   exitMessage(): ServerMessage {

@@ -4,6 +4,7 @@
 // the session object wires it with the record, the timers and a StartPort.
 import { type Failure, fail, isFailure } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
+import type { RunnerLinkMessage } from "../../shared/protocol.js";
 import type { Session, SessionStatus, TenantEventType } from "../../shared/session.js";
 import type { CreateRequest, PoolRpc } from "../rpc.js";
 import type { RecordFields, SessionRecord } from "./session-record.js";
@@ -58,10 +59,19 @@ export class SessionStart {
     return this.port.view();
   }
 
-  /** The host said the process started. */
-  async started(pid: number): Promise<void> {
+  /**
+   * The host said the process started, and how it contained it: the sandbox, network and
+   * limits it applied replace what was asked (a runner that does not say leaves them as asked).
+   */
+  async started(msg: Extract<RunnerLinkMessage, { type: "started" }>): Promise<void> {
     this.timers.set("start", undefined);
-    await this.port.move("running", { pid });
+    const { pid, sandbox, network, limits } = msg;
+    await this.port.move("running", {
+      pid,
+      ...(sandbox ? { sandbox } : {}),
+      ...(network ? { network } : {}),
+      ...(limits ? { limits } : {}),
+    });
     this.startWaiter?.("started");
   }
 
