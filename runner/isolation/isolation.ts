@@ -23,10 +23,7 @@ import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
 
-type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"] & {
-  network?: "none" | "egress";
-  limits?: Partial<SessionLimits>;
-};
+type SpawnSpec = Extract<PoolMessage, { type: "spawn" }>["spec"];
 
 export interface SessionLaunch {
   command: string;

@@ -14,13 +14,10 @@
 // Group names are opaque (sandbox.ts's ids): nothing in them names a tenant or a session.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { SessionLimits } from "../../shared/session.js";
 import { cgroup2Mount, endCgroup, makeCgroup } from "./cgroup.js";
 
-export interface SessionLimits {
-  memoryMiB: number;
-  pids: number;
-  cpus: number;
-}
+export type { SessionLimits };
 
 export type LimitsLayout = "v2" | "v1";
 

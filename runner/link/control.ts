@@ -74,6 +74,8 @@ export class ControlLink {
         type: "register",
         runnerId: this.config.runnerId,
         capacity: this.config.capacity,
+        // What every session here gets (RUNNER_SANDBOX; a runner that cannot make it does not start).
+        sandbox: this.config.sandbox.kind,
         sessions: this.handlers.hostedSessions(),
         ...(this.handlers.draining?.() ? { draining: true } : {}),
         ...(this.config.tenants ? { tenants: this.config.tenants } : {}),
