@@ -71,6 +71,14 @@ describe("the session step", () => {
     expect(step("tool", ["a b", "$HOME"])).toEqual({ status: 0, out: `tool ${join(bin, "tool")} a b $HOME\n` });
   });
 
+  it("gives the command default Ctrl+C, Ctrl+\\ and Ctrl+Z, which the root step ignores", () => {
+    const launch = rootStep(sessionStep({ env: {}, enter: null, command: "/bin/sh", args: ["-c", "grep -E '^SigIgn' /proc/self/status"] }), []);
+    expect(launch.args[1]).toContain("trap '' INT QUIT TSTP");
+    const result = spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" });
+    // No signal ignored (the mask is hex: bit 1 INT, 2 QUIT, 19 TSTP).
+    expect(result.stdout).toBe("SigIgn:\t0000000000000000\n");
+  });
+
   it("says 127 for a command that is not there and 126 for one that may not run, as a shell does", () => {
     expect(step("no-such-cmd")).toEqual({ status: 127, out: "ptybroker: no-such-cmd: command not found\n" });
     expect(step("")).toEqual({ status: 127, out: "ptybroker: : command not found\n" });

@@ -5,7 +5,7 @@
 // (launch.ts), what holds its processes (containment.ts), and, for a login bash, the shell
 // integration it starts with (runner/agent/shell-integration.ts).
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { constants } from "node:os";
 import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
@@ -17,7 +17,7 @@ import { Containment } from "./containment.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
 import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
-import { EgressNetwork, type NetworkTools, egressRules, hostAddresses, networkTools } from "./network.js";
+import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
 import { stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
@@ -159,9 +159,7 @@ export class Isolation {
     const containmentProcs = this.containment.open(key, id);
     const limitProcs = sandbox.limits.open(id, tenantGroup(tenant), limits, containmentProcs ? join(containmentProcs, "..") : null);
     const cgroupProcs = [...(containmentProcs ? [containmentProcs] : []), ...limitProcs];
-    // The host's addresses as they are now: an interface added since the runner started counts too.
-    const rules = egressRules(sandbox.config.denyCidrs, hostAddresses());
-    if (network === "egress") scope.network = new EgressNetwork(sandbox.folder, id, sandbox.network, rules);
+    if (network === "egress") scope.network = new EgressNetwork(sandbox.folder, id, sandbox.network);
     const enter = folders.target === folders.root ? null : folders.target;
     const inner = dropStep(sandbox.setpriv, user, sessionStep({ env, enter, command: spec.command, args }));
     const { args: bwrapArgs, data } = sandboxCommand({
@@ -171,7 +169,8 @@ export class Isolation {
       network,
       bashInit: this.bashInit,
       user,
-      waitForNetwork: scope.network !== null,
+      // The host's addresses as they are now: an interface added since the runner started counts too.
+      egressRules: scope.network ? egressRules(sandbox.config.denyCidrs, hostAddresses()) : null,
       command: inner,
     });
     const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv());
@@ -183,7 +182,7 @@ export class Isolation {
     this.containment.started(key, pid);
     const network = this.scopes.get(key)?.network;
     if (!network) return;
-    network.attach().catch((error: unknown) => {
+    network.attach(pid).catch((error: unknown) => {
       if (!this.scopes.has(key)) return; // ended meanwhile
       log.warn("session.network", { key, outcome: "failed", error: error instanceof Error ? error.message : String(error) });
       this.end(key); // the session's process dies with its sandbox; its exit is reported as usual
@@ -271,16 +270,6 @@ function removeDeadRuns(folder: string): void {
   for (const name of names) {
     const pid = /^(\d+)_[0-9a-f]+$/.exec(name)?.[1];
     if (pid && !existsSync(`/proc/${pid}`)) rmSync(join(folder, name), { recursive: true, force: true });
-  }
-}
-
-/** The first child of `pid` (/proc/<pid>/task/<pid>/children), or null. */
-function firstChild(pid: number): number | null {
-  try {
-    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(" ")[0];
-    return first ? Number(first) : null;
-  } catch {
-    return null;
   }
 }
 

@@ -15,8 +15,8 @@
 //      inside (126 or 127 as a shell says them, for what the user can see: no oracle about files
 //      outside) and replaces itself with the command.
 // Only step 3 sees the request's `env`, `command`, `args` and `cwd`. The steps start no other
-// process (a Ctrl+C typed that early reaches only the shell, which ignores it; exec restores the
-// default for the session's command). The terminal is handed to the user by the runner itself
+// process. Steps 1 and 2 ignore Ctrl+C, Ctrl+\ and Ctrl+Z (typed while the sandbox is made, they
+// end nothing); step 3 gives the session's command their default dispositions back. The terminal is handed to the user by the runner itself
 // (runner/process/pty.ts, terminalOwner).
 import { existsSync } from "node:fs";
 
@@ -49,20 +49,25 @@ export function requireTool(name: string, why: string): string {
 export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LANG: "C.UTF-8" });
 
 // Step 1. $0 = the cgroup.procs files to join, ":"-separated ("" for none); then the command.
-// Data for bubblewrap's --ro-bind-data (sandbox.ts) arrives on fds the runner names in the
-// command; the fds 5.. are opened here from $PTYB_DATA_<n> when set (heredocs: no file on disk).
+// Data for bubblewrap's --ro-bind-data (sandbox.ts) arrives on fds 5 to 8, opened here from
+// $PTYB_DATA_<n> (heredocs: no file on disk).
 const ROOT_STEP = [
-  "trap : INT QUIT TSTP",
+  // Ignored, not trapped: an ignored signal stays ignored across exec, so a Ctrl+C typed while
+  // the sandbox is set up (an egress network takes a moment) ends neither this step nor
+  // bubblewrap; the session step gives the session's command the defaults back.
+  "trap '' INT QUIT TSTP",
   'IFS=:; for p in $0; do echo $$ > "$p" || exit 126; done; unset IFS',
-  // An egress network's fifos (network.ts): bubblewrap's --info-fd 3 and --block-fd 4.
+  // An egress network's fifos (network.ts): fd 3 says the sandbox is ready, fd 4 says go.
   'if [ -n "$PTYB_INFO" ]; then exec 3>"$PTYB_INFO" 4<"$PTYB_GO" || exit 126; fi',
-  'exec "$@" 5<<EOF5 6<<EOF6 7<<EOF7',
+  'exec "$@" 5<<EOF5 6<<EOF6 7<<EOF7 8<<EOF8',
   "$PTYB_DATA_5",
   "EOF5",
   "$PTYB_DATA_6",
   "EOF6",
   "$PTYB_DATA_7",
   "EOF7",
+  "$PTYB_DATA_8",
+  "EOF8",
 ].join("\n");
 
 // Step 3, as the user. $0 = the folder to make and enter ("" = stay), $1 = the command, then its
@@ -70,7 +75,7 @@ const ROOT_STEP = [
 // each folder of PATH in turn (an empty entry is the cwd); the first regular file the user may
 // execute wins; if none, a candidate that exists makes it 126, else 127. The shell's `exec` then
 // runs it by the same search. Tools are named by absolute path: PATH is the session's.
-const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&-
+const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&- 8<&-
 if [ -n "$0" ]; then /bin/mkdir -p -- "$0" && cd -- "$0" || exit 1; fi
 c=$1 e=127 m="command not found"
 case $c in
@@ -90,7 +95,7 @@ exit $e`;
 /** Step 3's command line: `env -i` with exactly `env`, then the session step. */
 export function sessionStep(options: { env: Record<string, string>; enter: string | null; command: string; args: string[] }): string[] {
   const assignments = Object.entries(options.env).map(([name, value]) => `${name}=${value}`);
-  return ["/usr/bin/env", "-i", ...assignments, "/bin/sh", "-c", SESSION_STEP, options.enter ?? "", options.command, ...options.args];
+  return ["/usr/bin/env", "-i", "--default-signal=INT,QUIT,TSTP", ...assignments, "/bin/sh", "-c", SESSION_STEP, options.enter ?? "", options.command, ...options.args];
 }
 
 /** Step 2's command line: setpriv to the user, then `then`. */
@@ -116,7 +121,7 @@ export function rootStep(inner: string[], cgroupProcs: string[], data: Record<nu
   for (const path of cgroupProcs) if (path.includes(":")) throw new Error(`unexpected cgroup path ${path}`);
   const env: Record<string, string> = { ...ROOT_ENV, ...fifos };
   for (const [fd, text] of Object.entries(data)) {
-    if (!["5", "6", "7"].includes(fd)) throw new Error(`no data fd ${fd}`);
+    if (!["5", "6", "7", "8"].includes(fd)) throw new Error(`no data fd ${fd}`);
     env[`PTYB_DATA_${fd}`] = text;
   }
   return { command: "/bin/sh", args: ["-c", ROOT_STEP, cgroupProcs.join(":"), ...inner], env };

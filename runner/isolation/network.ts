@@ -1,23 +1,20 @@
 // A sandboxed session's network (docs/security.md, "The sandbox"). bubblewrap gives every
 // sandbox a network namespace of its own (sandbox.ts), which holds only its own loopback: that is
-// `network: "none"`. For `network: "egress"` the runner, as root, before the session's command
-// runs:
-//   1. learns the sandbox's pid from bubblewrap (`--info-fd`, through a fifo in a root-only
-//      folder) while bubblewrap waits on `--block-fd` (a second fifo);
-//   2. installs nftables rules in the sandbox's namespace (nsenter + nft, as root: the session's
-//      user has no capability to change them) that refuse the slirp network's own hosts but its
-//      resolver, SESSION_DENY_CIDRS, and every address of the runner's host;
-//   3. starts slirp4netns on that namespace (a user-mode network stack: the session's traffic
-//      leaves as the runner host's own sockets), with the host's loopback disabled, in a sandbox
-//      of its own (`--enable-sandbox --enable-seccomp`), and ending when the runner does
-//      (`--exit-fd`);
-//   4. writes one byte to the second fifo: bubblewrap goes on and runs the session's command.
-// Nothing on the runner's machine (the output log, the edge, an inspector, any other service)
-// can be reached either way: the host's loopback is another namespace's, and its other
-// addresses are refused.
-import { type ChildProcess, spawn } from "node:child_process";
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+// `network: "none"`. For `network: "egress"`, before the session's command runs:
+//   1. inside the sandbox, still root (sandbox.ts, its network step), nftables rules are
+//      installed in the sandbox's namespace that refuse the slirp network's own hosts but its
+//      resolver, SESSION_DENY_CIDRS and every address of the runner's host; the session's user
+//      has no capability to change them. The step then says "ready" on a fifo and waits;
+//   2. the runner, as root, starts slirp4netns on that namespace (a user-mode network stack: the
+//      session's traffic leaves as the runner host's own sockets), with the host's loopback
+//      disabled, in a sandbox of its own (`--enable-sandbox --enable-seccomp`), ending when the
+//      runner does (`--exit-fd`);
+//   3. the runner writes "go" on a second fifo, and the sandbox drops to the session's user.
+// The fifos live in a root-only folder. Nothing on the runner's machine (the output log, the
+// edge, an inspector, any other service) can be reached either way: the host's loopback is
+// another namespace's, and its other addresses are refused.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { closeSync, constants, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
@@ -30,20 +27,14 @@ const ATTACH_DEADLINE_MS = 10_000;
 
 export interface NetworkTools {
   slirp4netns: string;
-  nsenter: string;
-  nft: string;
   mkfifo: string;
 }
 
 /** The tools an egress network needs; a start-up error names what is missing. */
 export function networkTools(): NetworkTools {
   const why = "sessions with network egress";
-  return {
-    slirp4netns: requireTool("slirp4netns", why),
-    nsenter: requireTool("nsenter", why),
-    nft: requireTool("nft", why),
-    mkfifo: requireTool("mkfifo", why),
-  };
+  requireTool("nft", why); // run inside the sandbox, from the system's /usr
+  return { slirp4netns: requireTool("slirp4netns", why), mkfifo: requireTool("mkfifo", why) };
 }
 
 /** Every address of this host's interfaces (loopback included), as CIDRs of one address. */
@@ -76,17 +67,6 @@ export function egressRules(denyCidrs: readonly string[], hostCidrs: readonly st
   ].join("\n");
 }
 
-function run(command: string, args: string[], input: string | undefined, deadline: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...ROOT_ENV }, stdio: ["pipe", "ignore", "pipe"], timeout: Math.max(1, deadline - Date.now()) });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`${command} failed (${code}): ${stderr.trim()}`))));
-    child.stdin.end(input ?? "");
-  });
-}
-
 /** One egress session's network, from before its spawn to its end. */
 export class EgressNetwork {
   private readonly folder: string;
@@ -102,7 +82,6 @@ export class EgressNetwork {
     runFolder: string,
     id: string,
     private readonly tools: NetworkTools,
-    private readonly rules: string,
   ) {
     this.folder = join(runFolder, id);
     mkdirSync(this.folder, { mode: 0o700 });
@@ -119,25 +98,30 @@ export class EgressNetwork {
     return { PTYB_INFO: this.info, PTYB_GO: this.go };
   }
 
-  /** Sets the network up for the sandbox bubblewrap reports, then lets the session's command run. */
-  async attach(): Promise<void> {
+  /**
+   * Once the sandbox whose outside pid is `pid` (bubblewrap's) says it is ready, attaches
+   * slirp4netns to its namespace and lets the session's command run.
+   */
+  async attach(pid: number): Promise<void> {
     const deadline = Date.now() + ATTACH_DEADLINE_MS;
-    const pid = await this.sandboxPid(deadline);
-    const netns = `--net=/proc/${pid}/ns/net`;
-    await run(this.tools.nsenter, [netns, "--", this.tools.nft, "-f", "-"], this.rules, deadline);
-    await this.startSlirp(pid, deadline);
+    await this.ready(deadline);
+    // The sandbox's init, bubblewrap's child: in the sandbox's namespaces.
+    const init = firstChild(pid);
+    if (init === null) throw new Error("the sandbox is gone");
+    await this.startSlirp(init, deadline);
     if (this.closed || this.goFd === null) throw new Error("the session ended while its network was set up");
-    writeSync(this.goFd, "1");
+    writeSync(this.goFd, "go\n");
     closeSync(this.goFd);
     this.goFd = null;
   }
 
-  private sandboxPid(deadline: number): Promise<number> {
+  /** Resolves when the sandbox's network step says "ready" (its rules are installed). */
+  private ready(deadline: number): Promise<void> {
     return new Promise((resolve, reject) => {
       const reader = new Socket({ fd: this.infoFd, readable: true, writable: false });
       this.reader = reader;
       let text = "";
-      const timer = setTimeout(() => fail(new Error("bubblewrap did not report the sandbox")), Math.max(1, deadline - Date.now()));
+      const timer = setTimeout(() => fail(new Error("the sandbox did not get ready")), Math.max(1, deadline - Date.now()));
       const fail = (error: Error) => {
         clearTimeout(timer);
         reader.destroy();
@@ -145,11 +129,10 @@ export class EgressNetwork {
       };
       reader.on("data", (chunk: Buffer) => {
         text += chunk.toString("utf8");
-        const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
-        if (match && text.includes("}")) {
+        if (text.includes("ready\n")) {
           clearTimeout(timer);
           reader.destroy();
-          resolve(Number(match[1]));
+          resolve();
         }
       });
       reader.on("error", fail);
@@ -189,5 +172,15 @@ export class EgressNetwork {
     if (this.slirp && this.slirp.exitCode === null && this.slirp.signalCode === null) this.slirp.kill("SIGTERM");
     (this.slirp?.stdio[4] as Socket | undefined)?.destroy();
     rmSync(this.folder, { recursive: true, force: true });
+  }
+}
+
+/** The first child of `pid` (/proc/<pid>/task/<pid>/children), or null. */
+export function firstChild(pid: number): number | null {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(" ")[0];
+    return first ? Number(first) : null;
+  } catch {
+    return null;
   }
 }

@@ -32,8 +32,8 @@ export interface SandboxSpec {
   /** the shell integration's init file on the host, or null */
   bashInit: string | null;
   user: { name: string; uid: number; gid: number };
-  /** egress: bubblewrap writes the sandbox's pid on fd 3 and waits for a byte on fd 4 (network.ts) */
-  waitForNetwork: boolean;
+  /** egress: the nftables rules the sandbox installs in its namespace before it says ready on fd 3 and waits for go on fd 4 (network.ts); null: none */
+  egressRules: string | null;
   /** what runs inside (the drop step) */
   command: string[];
 }
@@ -56,7 +56,19 @@ function systemMounts(): string[] {
 
 let system: string[] | undefined;
 
-/** bubblewrap's command line for one session, and the texts it reads from fds 5–7. */
+/** Where an egress sandbox reads its nftables rules (root only, mode 0600). */
+const RULES = "/run/ptybroker/egress.nft";
+
+// Inside an egress sandbox, as root, before the drop: installs the rules (nothing of the session
+// has run yet), says ready on fd 3, waits for the runner's go on fd 4 (slirp4netns attached),
+// then closes both and execs the drop step.
+const NETWORK_STEP = `nft -f ${RULES} || exit 126
+echo ready >&3 || exit 126
+read go <&4 || exit 126
+exec 3>&- 4<&-
+exec "$@"`;
+
+/** bubblewrap's command line for one session, and the texts it reads from fds 5–8. */
 export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string> } {
   system ??= systemMounts();
   const tmpBytes = String(spec.tmpMiB * 1024 * 1024);
@@ -111,15 +123,23 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
     "/var/tmp",
     "--tmpfs",
     "/run",
+    // The folder made first, searchable by all (bubblewrap would make it 0700 for the bind).
+    "--perms",
+    "0755",
+    "--dir",
+    "/run/ptybroker",
     ...(spec.bashInit ? ["--ro-bind", spec.bashInit, SANDBOX_BASH_INIT] : []),
+    ...(spec.egressRules !== null ? ["--perms", "0600", "--ro-bind-data", "8", RULES] : []),
     "--bind",
     spec.workspace,
     SANDBOX_HOME,
     "--chdir",
     SANDBOX_HOME,
-    ...(spec.waitForNetwork ? ["--info-fd", "3", "--block-fd", "4"] : []),
     "--",
+    ...(spec.egressRules !== null ? ["/bin/sh", "-c", NETWORK_STEP, "sh"] : []),
     ...spec.command,
   ];
-  return { args: [spec.bwrap, ...args], data: { 5: passwd, 6: group, 7: resolv } };
+  const data: Record<number, string> = { 5: passwd, 6: group, 7: resolv };
+  if (spec.egressRules !== null) data[8] = spec.egressRules;
+  return { args: [spec.bwrap, ...args], data };
 }
