@@ -9,6 +9,9 @@ import { parseRedisUrl } from "./log/redis-url.js";
 
 const TOKEN_REQUIRED = "RUNNER_TOKEN (or RUNNER_TOKEN_FILE) is required: the shared token or this runner's credential";
 
+/** An IPv4 or IPv6 prefix, as SESSION_DENY_CIDRS lists them. */
+const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}\/\d{1,2}|[0-9A-Fa-f:]+\/\d{1,3})$/;
+
 const Env = z.object({
   BROKER_URL: z.url().default("http://127.0.0.1:8787"),
   RUNNER_TOKEN: z
@@ -186,8 +189,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     },
   };
 }
-
-const CIDR = /^(?:\d{1,3}(?:\.\d{1,3}){3}\/\d{1,2}|[0-9A-Fa-f:]+\/\d{1,3})$/;
 
 function splitList(value: string): string[] {
   return value
