@@ -1,28 +1,59 @@
 // The programs the tests run that npm cannot bring: chromium (test/web.test.ts drives the page in
 // it), redis-server and redis-cli (the output log, the Redis Cluster), tmux (test/cli.test.ts),
 // vim (test/cli.test.ts detaches from inside it; sessions run it from their own PATH) and
-// asciinema (test/recording.test.ts plays recordings back with `asciinema cat`).
+// asciinema (test/recording.test.ts plays recordings back with `asciinema cat`); and the programs
+// the runner builds each session's sandbox with (runner/isolation/, docs/security.md): bwrap
+// (bubblewrap), slirp4netns, nft (nftables), mkfs.ext4 (e2fsprogs), losetup and mount (Debian's
+// `mount`), nsenter and setpriv (util-linux), ip (iproute2).
 //
 // `tsx scripts/test-tools.ts` (npm's `pretest`) finds each one, or provides it from Debian's
 // packages, and writes where it is to node_modules/.cache/ptybroker-test-tools/tools.json:
-//   1. on PATH (chromium also at /usr/bin/chromium): used as it is;
-//   2. as root with apt-get: `apt-get update`, `apt-get install --no-install-recommends`;
+//   1. on PATH (chromium also at /usr/bin/chromium; the sandbox's programs also in /usr/sbin,
+//      /sbin, /usr/bin and /bin, which a user's PATH may lack): used as it is;
+//   2. as root with apt-get: `apt-get update`, `apt-get install --no-install-recommends` (CI's way);
 //   3. otherwise, without root: `apt-get download` the package and the dependencies that are not
 //      installed (the set `apt-get -s install` would install), `dpkg-deb -x` them into the cache,
 //      and write a wrapper per program that sets LD_LIBRARY_PATH to the unpacked libraries;
 //   4. else it fails, saying what is missing and the command that installs it. No suite is skipped.
+// The sandbox's programs never take step 3: the runner runs them as root, from the system, to
+// make namespaces, mounts, cgroups and firewall rules; an unpacked copy without root could do none
+// of that, and as root step 2 installs the real package. Without root, a missing one fails at
+// step 4 with the command that installs it.
 // Nothing is downloaded from anywhere but Debian's package archives (apt's configured sources).
 // The tests ask `toolPath(name)`. PTYB_TEST_TOOLS_FORCE_LOCAL=1 ignores installed copies and takes
-// step 3 for every program (to check that path on a machine that has them).
+// step 3 for every program that step can provide (to check that path on a machine that has them);
+// the sandbox's programs are still taken from the system.
 import { execFileSync, spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export type Tool = "chromium" | "redis-server" | "redis-cli" | "tmux" | "vim" | "asciinema";
+export type Tool =
+  | "chromium"
+  | "redis-server"
+  | "redis-cli"
+  | "tmux"
+  | "vim"
+  | "asciinema"
+  | "bwrap"
+  | "slirp4netns"
+  | "nft"
+  | "mkfs.ext4"
+  | "losetup"
+  | "mount"
+  | "nsenter"
+  | "setpriv"
+  | "ip";
 
-/** Per program: its Debian package, the real binary inside it, and who needs it (for messages). */
-const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
+/**
+ * Per program: its Debian package, who needs it (for messages), and either the real binary inside
+ * the package (step 3 can unpack it) or `system` (only from the system: steps 1, 2 and 4).
+ */
+type ToolSource = { pkg: string; for: string } & ({ binary: string; system?: undefined } | { system: true; binary?: undefined });
+
+const SANDBOX = "the runner's session sandbox (runner/isolation/)";
+
+const TOOLS: Record<Tool, ToolSource> = {
   // /usr/bin/chromium is Debian's shell wrapper; unpacked, we start the real binary ourselves.
   chromium: { pkg: "chromium", binary: "usr/lib/chromium/chromium", for: "test/web.test.ts" },
   "redis-server": { pkg: "redis-server", binary: "usr/bin/redis-server", for: "the Redis output log tests" },
@@ -31,6 +62,16 @@ const TOOLS: Record<Tool, { pkg: string; binary: string; for: string }> = {
   vim: { pkg: "vim", binary: "usr/bin/vim.basic", for: "test/cli.test.ts (detach from inside vim)" },
   // A Python program: unpacked, its modules are found through PYTHONPATH (localTool).
   asciinema: { pkg: "asciinema", binary: "usr/bin/asciinema", for: "test/recording.test.ts (asciinema cat)" },
+  bwrap: { pkg: "bubblewrap", system: true, for: SANDBOX },
+  slirp4netns: { pkg: "slirp4netns", system: true, for: SANDBOX },
+  nft: { pkg: "nftables", system: true, for: SANDBOX },
+  "mkfs.ext4": { pkg: "e2fsprogs", system: true, for: SANDBOX },
+  // Debian 12 ships losetup and mount in `mount`, nsenter and setpriv in `util-linux`.
+  losetup: { pkg: "mount", system: true, for: SANDBOX },
+  mount: { pkg: "mount", system: true, for: SANDBOX },
+  nsenter: { pkg: "util-linux", system: true, for: SANDBOX },
+  setpriv: { pkg: "util-linux", system: true, for: SANDBOX },
+  ip: { pkg: "iproute2", system: true, for: SANDBOX },
 };
 const NAMES = Object.keys(TOOLS) as Tool[];
 
@@ -48,10 +89,11 @@ export function toolPath(name: Tool): string {
   return path;
 }
 
-/** The executable called `name` on PATH (chromium also at /usr/bin/chromium), or undefined. */
+/** The executable called `name` on PATH (chromium also at /usr/bin/chromium, the sandbox's programs also in the system's folders), or undefined. */
 function onPath(name: Tool): string | undefined {
   const dirs = (process.env.PATH ?? "").split(delimiter).filter(Boolean);
   if (name === "chromium") dirs.push("/usr/bin");
+  if (TOOLS[name].system) dirs.push("/usr/sbin", "/usr/bin", "/sbin", "/bin");
   return dirs.map((dir) => join(dir, name)).find(executable);
 }
 
@@ -86,7 +128,7 @@ function run(command: string, args: string[], cwd?: string): void {
 function aptInstall(packages: string[], reason: string): void {
   say(`apt-get update (to install ${packages.join(", ")} for ${reason})`);
   run("apt-get", ["update", "-qq"]);
-  say(`installing ${packages.join(", ")} from Debian's packages for ${reason} (first run only, ~30 s for chromium)`);
+  say(`installing ${packages.join(", ")} from Debian's packages for ${reason} (first run only${packages.includes("chromium") ? ", ~30 s for chromium" : ""})`);
   run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...packages]);
 }
 
@@ -110,8 +152,10 @@ function unpackLocally(packages: string[], reason: string): void {
 
 /** A wrapper in the cache that runs the unpacked binary with the unpacked libraries; undefined if not unpacked. */
 function localTool(name: Tool): string | undefined {
+  const inside = TOOLS[name].binary;
+  if (inside === undefined) return undefined; // the system's only
   const root = join(CACHE, "root");
-  const binary = join(root, TOOLS[name].binary);
+  const binary = join(root, inside);
   if (!existsSync(binary)) return undefined;
   const libraries = libraryDirs(root).join(":");
   const wrapper = join(CACHE, "bin", name);
@@ -132,7 +176,7 @@ function localTool(name: Tool): string | undefined {
  * (/usr/lib/chromium loads its private libraries itself; they need not reach tmux's shells).
  */
 function libraryDirs(root: string): string[] {
-  const own = new Set(NAMES.map((name) => dirname(join(root, TOOLS[name].binary))));
+  const own = new Set(NAMES.flatMap((name) => TOOLS[name].binary ?? []).map((binary) => dirname(join(root, binary))));
   const found: string[] = [];
   const walk = (dir: string) => {
     const entries = readdirSync(dir, { withFileTypes: true });
@@ -143,25 +187,43 @@ function libraryDirs(root: string): string[] {
   return found;
 }
 
+/** The Debian packages of `names`, once each, and what they are for. */
+function packagesOf(names: Tool[]): { packages: string[]; reason: string } {
+  return {
+    packages: [...new Set(names.map((name) => TOOLS[name].pkg))],
+    reason: [...new Set(names.map((name) => TOOLS[name].for))].join(", "),
+  };
+}
+
 function main(): void {
   const started = performance.now();
-  const find = (name: Tool) => (FORCE_LOCAL ? undefined : onPath(name)) ?? localTool(name);
+  const find = (name: Tool) => (TOOLS[name].system ? onPath(name) : ((FORCE_LOCAL ? undefined : onPath(name)) ?? localTool(name)));
   const missing = NAMES.filter((name) => !find(name));
-  if (missing.length > 0) {
-    const packages = [...new Set(missing.map((name) => TOOLS[name].pkg))];
-    const reason = [...new Set(missing.map((name) => TOOLS[name].for))].join(", ");
-    const root = process.getuid?.() === 0;
-    if (root && !FORCE_LOCAL && has("apt-get")) aptInstall(packages, reason);
-    else {
-      const install = `sudo apt-get install -y --no-install-recommends ${packages.join(" ")}`;
-      if (!has("apt-get") || !has("dpkg-deb")) {
-        throw new Error(`missing ${missing.join(", ")} (for ${reason}); providing them takes root with apt-get, or apt-get and dpkg-deb: install them (\`${install}\`) and run npm test again`);
-      }
-      try {
-        unpackLocally(packages, reason);
-      } catch (error) {
-        throw new Error(`missing ${missing.join(", ")} (for ${reason}) and could not unpack them without root (${(error as Error).message.trim()}); install them (\`${install}\`) and run npm test again`);
-      }
+  const apt = process.getuid?.() === 0 && has("apt-get");
+  // Step 2 for the sandbox's programs always, for the others unless FORCE_LOCAL; step 3 for the rest.
+  const viaApt = apt ? missing.filter((name) => TOOLS[name].system || !FORCE_LOCAL) : [];
+  const unpack = missing.filter((name) => !viaApt.includes(name) && !TOOLS[name].system);
+  const systemOnly = missing.filter((name) => !viaApt.includes(name) && TOOLS[name].system);
+  if (systemOnly.length > 0) {
+    const { packages, reason } = packagesOf(systemOnly);
+    throw new Error(
+      `missing ${systemOnly.join(", ")} (for ${reason}); they run as root from the system and are never unpacked here: install them (\`sudo apt-get install -y --no-install-recommends ${packages.join(" ")}\`) and run npm test again`,
+    );
+  }
+  if (viaApt.length > 0) {
+    const { packages, reason } = packagesOf(viaApt);
+    aptInstall(packages, reason);
+  }
+  if (unpack.length > 0) {
+    const { packages, reason } = packagesOf(unpack);
+    const install = `sudo apt-get install -y --no-install-recommends ${packages.join(" ")}`;
+    if (!has("apt-get") || !has("dpkg-deb")) {
+      throw new Error(`missing ${unpack.join(", ")} (for ${reason}); providing them takes root with apt-get, or apt-get and dpkg-deb: install them (\`${install}\`) and run npm test again`);
+    }
+    try {
+      unpackLocally(packages, reason);
+    } catch (error) {
+      throw new Error(`missing ${unpack.join(", ")} (for ${reason}) and could not unpack them without root (${(error as Error).message.trim()}); install them (\`${install}\`) and run npm test again`);
     }
   }
   const resolved: Partial<Record<Tool, string>> = {};
