@@ -9,7 +9,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "runner/**/*.test.ts", "client/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "runner/**/*.test.ts", "client/**/*.test.ts", "scripts/**/*.test.ts"],
           environment: "node",
         },
       },

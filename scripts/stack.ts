@@ -2,10 +2,10 @@
 // runners. Used by `npm start` and by the tests, so both run exactly the same way.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -122,21 +122,45 @@ export interface EdgeOptions {
   runnerSecret?: string;
   /** Extra Worker variables (limits, LOG_LEVEL). */
   vars?: Record<string, string>;
-  /** Folder for Durable Object storage; a fresh temporary one by default. */
+  /** Folder for Durable Object storage, made its owner's only (privateFolder); a fresh temporary one by default. */
   persistTo?: string;
   /** wrangler's own log level: at `warn` (the default) it hides what the Worker prints with console.log. */
   wranglerLogLevel?: "warn" | "log" | "debug";
+  /** Opens the Worker's inspector on 127.0.0.1 at this port; none is listening unless given (edge-dev.ts). */
+  inspectorPort?: number;
   echo?: boolean;
 }
 
 export interface Edge extends ManagedProcess {
   url: string;
   port: number;
+  /** The inspector's port, when one was asked for. */
+  inspectorPort?: number;
+}
+
+/**
+ * Makes `folder` its owner's only (docs/security.md, "Local start"): created 0700 if missing;
+ * if it exists, it and everything in it lose their group and other permission bits (storage
+ * written before the edge ran with umask 077, edge-dev.ts). Symbolic links are left alone.
+ */
+export function privateFolder(folder: string): void {
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  const strip = (path: string) => {
+    const stat = lstatSync(path);
+    if (stat.isSymbolicLink()) return;
+    if ((stat.mode & 0o077) !== 0) chmodSync(path, stat.mode & 0o7700);
+    if (stat.isDirectory()) for (const name of readdirSync(path)) strip(join(path, name));
+  };
+  strip(folder);
 }
 
 export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const port = options.port ?? (await freePort());
+  // mkdtemp makes it 0700: the env file (secrets) and the default storage are the owner's only.
   const scratch = mkdtempSync(join(tmpdir(), "ptybroker-edge-"));
+  // A relative folder is the repository's (where wrangler runs), whatever this process's cwd.
+  const persistTo = options.persistTo === undefined ? join(scratch, "state") : resolve(ROOT, options.persistTo);
+  privateFolder(persistTo);
   const envFile = join(scratch, "worker.env");
   const vars: Record<string, string> = {
     API_KEYS: options.apiKeys,
@@ -151,22 +175,22 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
       .join("\n"),
     { mode: 0o600 },
   );
+  const logLevel = options.wranglerLogLevel ?? "warn";
   const args = [
-    join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
-    "dev",
+    "--import",
+    "tsx",
+    join(ROOT, "scripts/edge-dev.ts"),
     "--ip",
     "127.0.0.1",
     "--port",
     String(port),
-    "--inspector-port",
-    String(await freePort()),
+    ...(options.inspectorPort === undefined ? [] : ["--inspector-port", String(options.inspectorPort)]),
     "--env-file",
     envFile,
     "--persist-to",
-    options.persistTo ?? join(scratch, "state"),
-    "--show-interactive-dev-session=false",
+    persistTo,
     "--log-level",
-    options.wranglerLogLevel ?? "warn",
+    logLevel,
     // `--var` wins over wrangler.toml's [vars]; values from --env-file do not.
     ...Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
   ];
@@ -192,7 +216,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     await proc.stop();
     throw error;
   }
-  return { ...proc, url, port };
+  return { ...proc, url, port, inspectorPort: options.inspectorPort };
 }
 
 export interface RunnerOptions {

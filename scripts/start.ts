@@ -6,7 +6,13 @@
 // process stops them. With a pipe, the reader dies of the same Ctrl+C first, and every later
 // write to stdout/stderr fails with EPIPE: those errors are ignored here (an unhandled one would
 // end this process halfway through stopping, leaving wrangler, workerd and the runner running).
-import { type Edge, type ManagedProcess, secret, startEdge, startRunner, waitForRunners } from "./stack.js";
+//
+// What it opens and keeps (docs/security.md, "Local start"): no inspector unless INSPECT=1 (then on
+// a free port, printed); Durable Object storage in STATE_DIR, its owner's only (stack.ts). Its
+// runner sandboxes sessions when it can; when it cannot (not root, bubblewrap or slirp4netns
+// missing) it runs them unsandboxed, with a loud warning (sandbox-choice.ts).
+import { chooseSandbox, sandboxFacts } from "./sandbox-choice.js";
+import { type Edge, freePort, type ManagedProcess, secret, startEdge, startRunner, waitForRunners } from "./stack.js";
 
 /** A reader that went away (EPIPE) must not stop the shutdown: what cannot be printed is dropped. */
 for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
@@ -20,6 +26,9 @@ if (!apiKeys) {
   apiKeys = "dev:dev-key";
   if (process.stderr.writable) process.stderr.write("warning: API_KEYS is not set; using the local development key dev:dev-key\n");
 }
+const sandbox = chooseSandbox(sandboxFacts());
+if (sandbox.warning && process.stderr.writable) process.stderr.write(`${sandbox.warning}\n`);
+const inspectorPort = process.env.INSPECT === "1" ? await freePort() : undefined;
 const runnerToken = process.env.RUNNER_TOKEN ?? secret();
 const tokenSecret = process.env.TOKEN_SECRET ?? secret();
 const passThrough = [
@@ -68,12 +77,13 @@ const edgeStarting = startEdge({
   vars,
   // Durable Object storage: sessions and keys survive a restart. STATE_DIR puts it elsewhere.
   persistTo: process.env.STATE_DIR ?? ".wrangler/state",
+  inspectorPort,
   echo: true,
 });
 const edge = await edgeStarting;
 stack.edge = edge;
 if (stopping) await new Promise(() => undefined); // stop() has it from here
-const runner = startRunner({ brokerUrl: edge.url, runnerToken, echo: true });
+const runner = startRunner({ brokerUrl: edge.url, runnerToken, env: sandbox.env, echo: true });
 stack.runner = runner;
 void edge.exited.then(() => void stop(1));
 void runner.exited.then(() => void stop(1));
@@ -83,10 +93,14 @@ const key = apiKeys.split(",")[0].split(":").slice(1).join(":");
 say(`
 ptybroker is up in ${Math.round(performance.now() - started)} ms
 
-  URL      ${edge.url}
-  API key  ${key.startsWith("sha256:") ? "(given as a hash in API_KEYS)" : key}
+  URL        ${edge.url}
+  API key    ${key.startsWith("sha256:") ? "(given as a hash in API_KEYS)" : key}
+  Sandbox    ${sandbox.sandbox === "none" ? "none: sessions run UNSANDBOXED" : sandbox.sandbox}
+  Inspector  ${inspectorPort === undefined ? "closed (INSPECT=1 opens it)" : `ws://127.0.0.1:${inspectorPort}/ws (chrome://inspect: add 127.0.0.1:${inspectorPort})`}
 
   curl -s -X POST ${edge.url}/v1/sessions -H 'authorization: Bearer ${key}' -H 'content-type: application/json' -d '{}'
 
 Ctrl+C stops everything.
 `);
+// Again where it is seen last: wrangler's and the runner's lines may have pushed the first one away.
+if (sandbox.warning) say(`${sandbox.warning}\n`);

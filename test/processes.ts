@@ -1,6 +1,7 @@
 // Processes on this machine, as the end-to-end tests inspect them through /proc: what is left of
-// a session's terminal session, which runner owns a process, whether a pid still lives.
-import { readFileSync } from "node:fs";
+// a session's terminal session, which runner owns a process, whether a pid still lives, which
+// TCP ports a process listens on.
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { statFields } from "../runner/process/proc.js";
 import { sessionMembers } from "../runner/isolation/reaper.js";
 
@@ -62,4 +63,56 @@ export function hostPid(leader: number, innerPid: number): number | null {
     }
   }
   return null;
+}
+
+/** A TCP socket listening, as /proc/net/tcp and tcp6 show it. */
+export interface ListeningSocket {
+  inode: string;
+  /** Dotted IPv4 ("127.0.0.1"), or the 32 hex digits of an IPv6 address as the kernel writes them. */
+  address: string;
+  port: number;
+}
+
+/** Every TCP socket in LISTEN state in this network namespace, by inode. */
+function listeningSockets(): Map<string, ListeningSocket> {
+  const found = new Map<string, ListeningSocket>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(table, "utf8");
+    } catch {
+      continue; // no IPv6
+    }
+    for (const row of text.split("\n").slice(1)) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const cells = row.trim().split(/\s+/);
+      if (cells[3] !== "0A") continue; // TCP_LISTEN
+      const [hex, port] = (cells[1] ?? "").split(":");
+      const address = hex.length === 8 ? (hex.match(/../g) ?? []).map((byte) => parseInt(byte, 16)).reverse().join(".") : hex;
+      found.set(cells[9], { inode: cells[9], address, port: parseInt(port, 16) });
+    }
+  }
+  return found;
+}
+
+/** The TCP sockets `pid` listens on: its file descriptors' socket inodes found in LISTEN rows. */
+export function listeningOf(pid: number): ListeningSocket[] {
+  const listening = listeningSockets();
+  let fds: string[] = [];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return []; // gone
+  }
+  const own: ListeningSocket[] = [];
+  for (const fd of fds) {
+    try {
+      const inode = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+      const socket = inode === undefined ? undefined : listening.get(inode);
+      if (socket) own.push(socket);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return own;
 }

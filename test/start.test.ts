@@ -1,25 +1,41 @@
-// `npm start` as a person runs it, and `npm run build` while a stack serves the page.
+// `npm start` as a person runs it, and `npm run build` while a stack serves the page. npm start
+// stops every process it started on Ctrl+C, listens on nothing but its PORT and what workerd and
+// miniflare need among themselves (no inspector unless INSPECT=1), and keeps STATE_DIR its
+// owner's only (docs/security.md, "Local start").
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
-import { describe, expect, inject, it } from "vitest";
+import { join, relative } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort, ROOT } from "../scripts/stack.js";
-import { SuiteCleanup, until } from "./harness.js";
+import { commandOf, listeningOf, SuiteCleanup, until } from "./harness.js";
 
 const cleanup = new SuiteCleanup();
 const scratch = cleanup.tempFolder("ptyb-start-");
 const started: ChildProcess[] = [];
 
-cleanup.first(() => {
-  // Whatever a failed test left: its process group, by the leader's pid (only what we started).
-  for (const child of started) {
+cleanup.first(async () => {
+  // Whatever a failed test left, by the leader's pid (only what we started). Ctrl+C first: npm
+  // start then stops the stack's process groups (wrangler's, the runner's), which a SIGKILL to
+  // its own group would leave running; SIGKILL if it has not exited 30 s later.
+  const signal = (child: ChildProcess, name: NodeJS.Signals) => {
     try {
-      if (child.pid) process.kill(-child.pid, "SIGKILL");
+      if (child.pid) process.kill(-child.pid, name);
     } catch {
       // gone
     }
-  }
+  };
+  const running = started.filter((child) => child.exitCode === null && child.signalCode === null);
+  await Promise.all(
+    running.map(async (child) => {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      signal(child, "SIGINT");
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, 30_000)))]);
+      clearTimeout(timer);
+    }),
+  );
+  for (const child of started) signal(child, "SIGKILL");
 });
 
 /** The direct children of `pid`, from every thread's children list. */
@@ -63,50 +79,81 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
+/** `npm start` running: its process group's leader, what it printed, its URL. */
+interface NpmStart {
+  leader: number;
+  port: number;
+  url: string;
+  out(): string;
+  exited: Promise<void>;
+  /** Throws `error` with what npm start printed. */
+  explain(error: Error): never;
+}
+
+const headers = { authorization: "Bearer start-test-key", "content-type": "application/json" };
+
+/**
+ * Starts `pipeline` (npm start, maybe piped) the way a terminal runs a job: sh in a process group
+ * of its own. Resolves once npm start printed its URL.
+ */
+async function npmStart(pipeline: string, env: Record<string, string> = {}): Promise<NpmStart> {
+  const port = await freePort();
+  const child = spawn("sh", ["-c", pipeline], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PORT: String(port), API_KEYS: "dev:start-test-key", STATE_DIR: join(scratch, "state"), LOG: join(scratch, "log"), ...env },
+  });
+  started.push(child);
+  let out = "";
+  let err = "";
+  child.stdout?.setEncoding("utf8").on("data", (text: string) => (out += text));
+  child.stderr?.setEncoding("utf8").on("data", (text: string) => (err += text));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const explain = (error: Error): never => {
+    throw new Error(`${error.message}\nstdout:\n${out}\nstderr:\n${err.slice(-4000)}`);
+  };
+  const url = `http://127.0.0.1:${port}`;
+  await until(() => out.includes(`URL        ${url}`), 90_000, "npm start's URL line").catch(explain);
+  return { leader: child.pid as number, port, url, out: () => out, exited, explain };
+}
+
+/** Ctrl+C to npm start's process group; resolves once sh has exited and every process of `recorded` is gone. */
+async function stopNpmStart(start: NpmStart, recorded: number[]): Promise<void> {
+  process.kill(-start.leader, "SIGINT"); // what a terminal's Ctrl+C does to its foreground job
+  await start.exited;
+  await until(() => recorded.every((p) => !alive(p)), 30_000, "every process of the stack gone").catch((error: Error) => {
+    const left = recorded.filter(alive).map((p) => `${p} ${stat(p)?.comm}`);
+    return start.explain(new Error(`${error.message}; left: ${left.join(", ")}`));
+  });
+}
+
+/** A session of the dev tenant running `command`; its pid once it runs. */
+async function runningSession(url: string, command: string, args: string[]): Promise<{ id: string; pid: number }> {
+  const res = await fetch(`${url}/v1/sessions`, { method: "POST", headers, body: JSON.stringify({ command, args }) });
+  expect(res.status).toBe(201);
+  const { id } = (await res.json()) as { id: string };
+  const pid = await until(
+    async () => {
+      const s = (await (await fetch(`${url}/v1/sessions/${id}`, { headers })).json()) as { status: string; pid: number | null };
+      return s.status === "running" ? s.pid : null;
+    },
+    15_000,
+    "the session running",
+  );
+  return { id, pid };
+}
+
 describe("npm start", () => {
   it.each([
     ["npm start | cat", ["cat"]],
     ['npm start 2>&1 | tee "$LOG"', ["tee"]],
   ])("`%s`, then Ctrl+C (SIGINT to the whole process group): no process of the stack is left", async (pipeline, readers) => {
-    const port = await freePort();
-    // sh runs the pipeline; detached makes it a process group of its own, as a terminal's job is.
-    const child = spawn("sh", ["-c", pipeline], {
-      cwd: ROOT,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, PORT: String(port), API_KEYS: "dev:start-test-key", STATE_DIR: join(scratch, "state"), LOG: join(scratch, "log") },
-    });
-    started.push(child);
-    const leader = child.pid as number;
-    let out = "";
-    let err = "";
-    child.stdout?.setEncoding("utf8").on("data", (text: string) => (out += text));
-    child.stderr?.setEncoding("utf8").on("data", (text: string) => (err += text));
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    const explain = (error: Error) => {
-      throw new Error(`${error.message}\nstdout:\n${out}\nstderr:\n${err.slice(-4000)}`);
-    };
-
-    const url = `http://127.0.0.1:${port}`;
-    await until(() => out.includes(`URL      ${url}`), 90_000, "npm start's URL line").catch(explain);
+    const start = await npmStart(pipeline);
+    const { leader, port } = start;
 
     // A session, so that the runner has a process of its own to end.
-    const headers = { authorization: "Bearer start-test-key", "content-type": "application/json" };
-    const res = await fetch(`${url}/v1/sessions`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ command: "/bin/sleep", args: ["600"] }),
-    });
-    expect(res.status).toBe(201);
-    const { id } = (await res.json()) as { id: string };
-    const pid = await until(
-      async () => {
-        const s = (await (await fetch(`${url}/v1/sessions/${id}`, { headers })).json()) as { status: string; pid: number | null };
-        return s.status === "running" ? s.pid : null;
-      },
-      15_000,
-      "the session running",
-    );
+    const { pid } = await runningSession(start.url, "/bin/sleep", ["600"]);
 
     // Every process of the stack, recorded while it runs: sh, npm, tsx, start.ts, wrangler,
     // workerd, the runner, the session's sleep.
@@ -116,15 +163,120 @@ describe("npm start", () => {
     expect(names).toEqual(expect.arrayContaining(["sh", "npm start", ...readers, "workerd", "sleep"]));
     expect(names.filter((n) => n === "node").length).toBeGreaterThanOrEqual(3); // start.ts, wrangler, the runner
 
-    process.kill(-leader, "SIGINT"); // what a terminal's Ctrl+C does to its foreground job
-    await exited;
-    await until(() => recorded.every((p) => !alive(p)), 30_000, "every process of the stack gone").catch((error: Error) => {
-      const left = recorded.filter(alive).map((p) => `${p} ${stat(p)?.comm}`);
-      return explain(new Error(`${error.message}; left: ${left.join(", ")}`));
-    });
+    await stopNpmStart(start, recorded);
     expect(recorded.filter(alive)).toEqual([]);
     expect(await portFree(port)).toBe(true);
   }, 150_000);
+});
+
+/**
+ * What each TCP socket the processes of `pids` listen on is, one line per socket: "<process name>
+ * <address> <what answers there>". The edge's PORT; miniflare's loopback servers (the addresses
+ * workerd is started with, `--external-addr=loopback=`); the Worker in workerd (answers /healthz as
+ * the edge does); an inspector (answers /json/version); anything else is "unknown".
+ */
+async function listeners(pids: number[], port: number): Promise<string[]> {
+  const loopbacks = new Set(pids.flatMap((pid) => [...commandOf(pid).matchAll(/--external-addr=loopback=127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]))));
+  const health = await (await fetch(`http://127.0.0.1:${port}/healthz`)).text();
+  const seen = new Set<string>();
+  const lines: string[] = [];
+  for (const pid of pids) {
+    for (const socket of listeningOf(pid)) {
+      if (seen.has(socket.inode)) continue; // also held by a parent
+      seen.add(socket.inode);
+      const at = `http://127.0.0.1:${socket.port}`;
+      const answer = async (path: string) => {
+        try {
+          const res = await fetch(`${at}${path}`, { signal: AbortSignal.timeout(5000) });
+          return `${res.status} ${await res.text()}`;
+        } catch {
+          return "no HTTP answer";
+        }
+      };
+      let what: string;
+      if (socket.port === port) what = "the edge (PORT)";
+      else if (loopbacks.has(socket.port)) what = "miniflare loopback";
+      else if ((await answer("/healthz")) === `200 ${health}`) what = "the Worker";
+      else if ((await answer("/json/version")).includes('"Protocol-Version"')) what = `inspector ${socket.port}`;
+      else what = `unknown ${socket.port}: ${await answer("/")}`;
+      lines.push(`${stat(pid)?.comm} ${socket.address} ${what}`);
+    }
+  }
+  return lines.sort();
+}
+
+/** Every file and folder under `root` whose mode lets its group or others in: "<octal mode> <path>". */
+function notPrivate(root: string): { checked: string[]; open: string[] } {
+  const checked: string[] = [];
+  const open: string[] = [];
+  const walk = (path: string) => {
+    const st = lstatSync(path);
+    checked.push(relative(root, path));
+    if ((st.mode & 0o077) !== 0) open.push(`${(st.mode & 0o7777).toString(8)} ${relative(root, path) || "."}`);
+    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(root);
+  return { checked, open };
+}
+
+describe("npm start, as it runs", () => {
+  const state = join(scratch, "private-state");
+  let start: NpmStart;
+  let recorded: number[] = [];
+  beforeAll(async () => {
+    // STATE_DIR as an earlier npm start (or a careless copy) left it: open to everyone.
+    mkdirSync(join(state, "old"), { recursive: true });
+    writeFileSync(join(state, "old/file"), "x");
+    chmodSync(state, 0o755);
+    chmodSync(join(state, "old"), 0o755);
+    chmodSync(join(state, "old/file"), 0o666);
+    start = await npmStart("npm start", { STATE_DIR: state });
+  });
+  afterAll(async () => {
+    if (start) await stopNpmStart(start, recorded.length > 0 ? recorded : tree(start.leader));
+  });
+
+  it("listens on nothing but PORT, the Worker's own port in workerd and miniflare's loopback servers: no inspector, no debug port, all on 127.0.0.1", async () => {
+    const { pid } = await runningSession(start.url, "/bin/sleep", ["600"]);
+    recorded = tree(start.leader);
+    expect(recorded).toContain(pid);
+    expect(recorded.map(commandOf).filter((c) => c.includes("--inspector-addr") || c.includes("--debug-port"))).toEqual([]);
+    expect(await listeners(recorded, start.port)).toEqual([
+      "node 127.0.0.1 miniflare loopback",
+      "node 127.0.0.1 miniflare loopback",
+      "workerd 127.0.0.1 the Worker",
+      "workerd 127.0.0.1 the edge (PORT)",
+    ]);
+    expect(start.out()).toContain("  Inspector  closed (INSPECT=1 opens it)\n");
+  });
+
+  it("after a session, nothing under STATE_DIR lets its group or others in, what was there before included", async () => {
+    const { id } = await runningSession(start.url, "/bin/sh", ["-c", "echo private; sleep 600"]);
+    const del = await fetch(`${start.url}/v1/sessions/${id}`, { method: "DELETE", headers });
+    expect(del.status).toBe(200);
+    const { checked, open } = notPrivate(state);
+    // The sessions' Durable Object storage is there: the walk saw what the edge wrote.
+    expect(checked).toEqual(expect.arrayContaining(["old/file", "v3/do/ptybroker-PtySession"]));
+    expect(checked.some((path) => path.startsWith("v3/do/ptybroker-PtySession/") && path.endsWith(".sqlite"))).toBe(true);
+    expect(open).toEqual([]);
+  });
+});
+
+describe("INSPECT=1 npm start", () => {
+  it("opens the Worker's inspector on a port of its own, prints it, and a process of the stack listens there", async () => {
+    const start = await npmStart("npm start", { INSPECT: "1", STATE_DIR: join(scratch, "inspect-state") });
+    const pids = tree(start.leader);
+    try {
+      const printed = / {2}Inspector {2}ws:\/\/127\.0\.0\.1:(\d+)\/ws \(chrome:\/\/inspect: add 127\.0\.0\.1:(\d+)\)\n/.exec(start.out());
+      const port = Number(printed?.[1]);
+      expect(printed?.[2]).toBe(String(port));
+      const version = (await (await fetch(`http://127.0.0.1:${port}/json/version`)).json()) as Record<string, string>;
+      expect(version.Browser).toMatch(/^wrangler\//);
+      expect(await listeners(pids, start.port)).toContain(`workerd 127.0.0.1 inspector ${port}`);
+    } finally {
+      await stopNpmStart(start, pids);
+    }
+  });
 });
 
 describe("npm run build", () => {

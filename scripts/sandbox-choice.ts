@@ -1,0 +1,95 @@
+// Whether `npm start`'s runner puts each session in a sandbox (docs/security.md): bubblewrap for
+// the namespaces and slirp4netns for a session's outbound network, both run by the runner as
+// root (namespaces, cgroups, loop-mounted workspaces). The runner's default is RUNNER_SANDBOX=bwrap,
+// and a runner started on its own refuses to host sessions without its sandbox; `npm start` alone
+// falls back to RUNNER_SANDBOX=none when it cannot sandbox (not root, or a program missing), so
+// that a first `npm start` works, and says so loudly: sessions then run on the machine as they are.
+// `chooseSandbox` is the decision (pure, tested in sandbox-choice.test.ts); `findProgram` and
+// `sandboxFacts` read the machine.
+import { accessSync, constants, statSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+/** The programs the runner's sandbox runs, by their names on PATH. */
+export const SANDBOX_PROGRAMS = ["bwrap", "slirp4netns"] as const;
+
+/** What installs them (Debian's packages; nftables holds a session's deny list). */
+export const SANDBOX_INSTALL = "sudo apt-get install bubblewrap slirp4netns nftables";
+
+export interface SandboxFacts {
+  /** RUNNER_SANDBOX as set in npm start's environment; undefined or "" when not set. */
+  asked: string | undefined;
+  /** npm start runs as root (its runner runs as the same user). */
+  root: boolean;
+  /** Which of SANDBOX_PROGRAMS were not found. */
+  missing: string[];
+}
+
+export interface SandboxChoice {
+  /** The sandbox the runner is started with. */
+  sandbox: string;
+  /** What the runner's environment gets on top of npm start's own. */
+  env: Record<string, string>;
+  /** The warning to print before anything starts, when sessions will run unsandboxed. */
+  warning: string | undefined;
+}
+
+const RULE = "!".repeat(78);
+
+function unsandboxed(why: string[], fix: string[]): string {
+  return [
+    RULE,
+    "!! WARNING: sessions run UNSANDBOXED (RUNNER_SANDBOX=none).",
+    ...why.map((line) => `!! ${line}`),
+    "!! Every session is a shell on this machine as this user: it sees its processes and files and",
+    "!! reaches every service on 127.0.0.1 (the edge, Redis, databases). For local development only.",
+    ...fix.map((line) => `!! ${line}`),
+    RULE,
+  ].join("\n");
+}
+
+/**
+ * The runner's sandbox for `npm start`: an explicit RUNNER_SANDBOX is the runner's to take as it is
+ * (`none` still gets the warning); otherwise bwrap when npm start is root and every sandbox program
+ * is there, else `none` with a warning saying why and what to do.
+ */
+export function chooseSandbox(facts: SandboxFacts): SandboxChoice {
+  if (facts.asked === "none") {
+    const warning = unsandboxed(["RUNNER_SANDBOX=none is set."], ["Unset it to sandbox them."]);
+    return { sandbox: "none", env: { RUNNER_SANDBOX: "none" }, warning };
+  }
+  if (facts.asked) return { sandbox: facts.asked, env: { RUNNER_SANDBOX: facts.asked }, warning: undefined };
+  const why: string[] = [];
+  const fix: string[] = [];
+  if (facts.missing.length > 0) {
+    why.push(`${facts.missing.join(" and ")} not found: the sandbox needs bubblewrap and slirp4netns.`);
+    fix.push(`Install them: ${SANDBOX_INSTALL}`);
+  }
+  if (!facts.root) {
+    why.push("npm start is not running as root: the sandbox needs root (namespaces, cgroups, mounts).");
+    fix.push("Run npm start as root.");
+  }
+  if (why.length === 0) return { sandbox: "bwrap", env: {}, warning: undefined };
+  return { sandbox: "none", env: { RUNNER_SANDBOX: "none" }, warning: unsandboxed(why, fix) };
+}
+
+/** Where the executable file `name` is: on PATH, or in the system's program folders (which a user's PATH may lack). */
+export function findProgram(name: string, path = process.env.PATH ?? ""): string | undefined {
+  const dirs = [...path.split(delimiter).filter(Boolean), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+  return dirs.map((dir) => join(dir, name)).find((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The facts of this machine and this process. */
+export function sandboxFacts(env: NodeJS.ProcessEnv = process.env): SandboxFacts {
+  return {
+    asked: env.RUNNER_SANDBOX,
+    root: process.getuid?.() === 0,
+    missing: SANDBOX_PROGRAMS.filter((name) => !findProgram(name, env.PATH)),
+  };
+}
