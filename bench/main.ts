@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick] [--runs N] [--only 1,2,...] [--knobs] [--no-write]`: the measurements
 // of issue 6 (and of the agent layer, issue 15: rows 9–12; processes without a terminal, issue 16:
-// rows 13–14) against the local stack (wrangler dev → workerd, a real redis-server, one runner),
+// rows 13–14; the session sandbox, issue 23: rows 15–16) against the local stack (wrangler dev → workerd, a real redis-server, one runner),
 // each beside a baseline measured in the same run (node-pty in this process; WeTTY for row 6).
 // Prints the table and writes it into docs/benchmarks.md with the machine, the command and the
 // date. This file reads the flags, starts the stacks and runs the wanted rows in order; what each
@@ -17,6 +17,7 @@ import { lagRows } from "./rows/lag.js";
 import { peerRows } from "./rows/peer.js";
 import { execRows, pipeFloodRows } from "./rows/processes.js";
 import type { BenchConfig, Row } from "./rows/row.js";
+import { sandboxRows } from "./rows/sandbox.js";
 import { scaleRows } from "./rows/scale.js";
 import { type EchoSamples, echoRows, fanOutRows, interruptRows, replayRows, throughputRows } from "./rows/terminal.js";
 import { scaleStackOptions } from "./scale.js";
@@ -48,6 +49,7 @@ const config: BenchConfig = {
   lagBytes: 1 << 20,
   idleSessions: quick ? 10 : 25,
   idleWindowSec: quick ? 30 : 120,
+  sandboxTrips: quick ? 20 : 50,
 };
 const only = values.only ? new Set(values.only.split(",").map(Number)) : undefined;
 const wanted = (row: number) => !only || only.has(row);
@@ -99,6 +101,10 @@ if (wanted(12)) rows.push(...(await lagRows(config, scaleOptions.runnerEnv, prog
 
 // Row 8 on a stack of its own, at LOG_LEVEL=debug: the edge says each time it wakes a session.
 if (wanted(8)) rows.push(...(await idleCostRows(config, progress)));
+
+// Rows 15–16 on a stack of their own: two runners, unsandboxed and sandboxed. A row that fails is
+// in the table as failed, with its error; it stops neither the others nor the table.
+if (wanted(15) || wanted(16)) rows.push(...(await sandboxRows(config, { cost: wanted(15), neighbour: wanted(16) }, progress)));
 
 // Each knob setting needs a runner of its own, so after the main stack is gone.
 const knobs = values.knobs

@@ -6,10 +6,20 @@ import type { BenchStack } from "./stack.js";
 
 /** Sends one printable byte at a time to `cat` in raw mode and times each echo. */
 export async function echoRoundTrips(term: BenchTerm, keystrokes: number): Promise<{ p50: number; p99: number }> {
+  await startCat(term);
+  return catEchoes(term, keystrokes);
+}
+
+/** The shell in raw mode runs `cat`, which echoes each byte as it comes (row 16 times it twice). */
+export async function startCat(term: BenchTerm): Promise<void> {
   await settle(term, "stty raw -echo");
   term.send("cat\r");
   // cat is running once a probe byte comes back.
   await roundTrip(term, "#", 10_000);
+}
+
+/** `keystrokes` echoes of single bytes from the `cat` startCat started: p50 and p99, ms. */
+export async function catEchoes(term: BenchTerm, keystrokes: number): Promise<{ p50: number; p99: number }> {
   const samples: number[] = [];
   for (let i = 0; i < keystrokes; i++) {
     samples.push(await roundTrip(term, String.fromCharCode(97 + (i % 26)), 5_000));

@@ -1,4 +1,5 @@
-// What the benchmarks read about processes from /proc: resident memory and process trees.
+// What the benchmarks read about processes from /proc: resident memory, process trees, whether a
+// process runs, which processes run a command.
 import { readFileSync, readdirSync } from "node:fs";
 import { statFields } from "../runner/process/proc.js";
 
@@ -33,4 +34,26 @@ export function descendantsNamed(root: number, name: string): number[] {
   }
   const under = (pid: number): boolean => pid === root || (pid > 1 && parent.has(pid) && under(parent.get(pid) ?? 1));
   return [...names].filter(([pid, n]) => n === name && under(pid)).map(([pid]) => pid);
+}
+
+/** Whether `pid` runs (exists and is not a zombie). */
+export function alive(pid: number): boolean {
+  const state = statFields(pid)?.[0];
+  return state !== undefined && state !== "Z";
+}
+
+/** Pids of the processes whose command line, split at NULs, satisfies `match` (every process on the machine). */
+export function pidsWhere(match: (argv: string[]) => boolean): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (argv.at(-1) === "") argv.pop();
+      if (match(argv) && alive(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
 }

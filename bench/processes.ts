@@ -8,13 +8,16 @@ import { spawnPty } from "../runner/process/pty.js";
 import type { BenchStack } from "./stack.js";
 import { stackTerm } from "./terminals.js";
 
-/** `count` execs of `true` after 5 warm-ups: request → answer, ms; and the answers' durationMs. */
-export async function execTrips(stack: BenchStack, count: number): Promise<{ ms: number[]; serverMs: number[] }> {
+/**
+ * `count` execs of `true` after 5 warm-ups: request → answer, ms; and the answers' durationMs.
+ * `extra` goes into each request's body (row 15: `network`).
+ */
+export async function execTrips(stack: Pick<BenchStack, "api">, count: number, extra: Record<string, unknown> = {}): Promise<{ ms: number[]; serverMs: number[] }> {
   const ms: number[] = [];
   const serverMs: number[] = [];
   for (let i = -5; i < count; i++) {
     const started = performance.now();
-    const res = await stack.api.request<{ exitCode: number | null; durationMs: number; id: string }>("POST", "/v1/exec", { command: "true" });
+    const res = await stack.api.request<{ exitCode: number | null; durationMs: number; id: string }>("POST", "/v1/exec", { ...extra, command: "true" });
     const took = performance.now() - started;
     if (res.status !== 200 || res.body.exitCode !== 0) throw new Error(`exec: ${res.status} ${JSON.stringify(res.body)}`);
     await stack.api.destroy(res.body.id);

@@ -78,11 +78,17 @@ export const PROMPT_END = /[#$] (?:\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\
  */
 export const STOCK_HOME = join(tmpdir(), "ptybroker-bench-home");
 
+/** Writes STOCK_HOME afresh from /etc/skel; returns it. */
+export function stockHome(): string {
+  mkdirSync(STOCK_HOME, { recursive: true });
+  if (existsSync("/etc/skel")) cpSync("/etc/skel", STOCK_HOME, { recursive: true, force: true });
+  return STOCK_HOME;
+}
+
 /** The stack must be started with startBenchStack(scaleStackOptions(sessions)). */
 export function scaleStackOptions(sessions: number): BenchStackOptions {
   const room = String(sessions + HEADROOM);
-  mkdirSync(STOCK_HOME, { recursive: true });
-  if (existsSync("/etc/skel")) cpSync("/etc/skel", STOCK_HOME, { recursive: true, force: true });
+  stockHome();
   return {
     // The per-tenant quota counts sessions starting or running (default 100); the create rate
     // is raised by startBenchStack itself.

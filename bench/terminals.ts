@@ -23,7 +23,7 @@ export const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 const ACK_EVERY_BYTES = 256 * 1024;
 
 /** A framed WebSocket client of `sessionId` that resumes by offset when cut (4008). */
-export async function stackTerm(stack: BenchStack, sessionId: string, from: number | "live" = "live"): Promise<BenchTerm> {
+export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessionId: string, from: number | "live" = "live"): Promise<BenchTerm> {
   const listeners: ((bytes: Buffer) => void)[] = [];
   let next: number | undefined;
   let acked = 0;
@@ -93,8 +93,8 @@ export async function stackTerm(stack: BenchStack, sessionId: string, from: numb
   };
 }
 
-/** A session on the stack with one client attached live. */
-export async function stackSession(stack: BenchStack): Promise<{ id: string; term: BenchTerm }> {
+/** A session on the stack (of its `api`'s tenant) with one client attached live. */
+export async function stackSession(stack: Pick<BenchStack, "url" | "apiKey" | "api">): Promise<{ id: string; term: BenchTerm }> {
   const session = await stack.api.create(BASH);
   return { id: session.id, term: await stackTerm(stack, session.id) };
 }

@@ -31,6 +31,8 @@ export interface BenchConfig {
   /** Row 8: idle sessions watched, and for how long (seconds). */
   idleSessions: number;
   idleWindowSec: number;
+  /** Row 15: creates (to a first prompt) and execs per run and variant. */
+  sandboxTrips: number;
 }
 
 /** A line on stderr while the rows run (`[bench] …`). */
