@@ -12,7 +12,7 @@ const RISK = [
 ];
 
 describe("chooseSandbox", () => {
-  it("root with bwrap and slirp4netns: the runner's default sandbox, nothing added, no warning", () => {
+  it("root with bwrap, slirp4netns and nft: the runner's default sandbox, nothing added, no warning", () => {
     expect(chooseSandbox({ asked: undefined, root: true, missing: [] })).toEqual({ sandbox: "bwrap", env: {}, warning: undefined });
     expect(chooseSandbox({ asked: "", root: true, missing: [] })).toEqual({ sandbox: "bwrap", env: {}, warning: undefined });
   });
@@ -24,7 +24,7 @@ describe("chooseSandbox", () => {
       warning: [
         RULE,
         "!! WARNING: sessions run UNSANDBOXED (RUNNER_SANDBOX=none).",
-        "!! bwrap not found: the sandbox needs bubblewrap and slirp4netns.",
+        "!! bwrap not found in /usr/bin, /bin, /usr/sbin, /sbin: the sandbox needs them.",
         ...RISK,
         "!! Install them: sudo apt-get install bubblewrap slirp4netns nftables",
         RULE,
@@ -32,13 +32,15 @@ describe("chooseSandbox", () => {
     });
   });
 
-  it("root without slirp4netns: the same, naming slirp4netns", () => {
-    const choice = chooseSandbox({ asked: undefined, root: true, missing: ["slirp4netns"] });
-    expect(choice.env).toEqual({ RUNNER_SANDBOX: "none" });
-    expect(choice.warning?.split("\n")[2]).toBe("!! slirp4netns not found: the sandbox needs bubblewrap and slirp4netns.");
+  it("root without slirp4netns, or without nft: the same, naming what is missing", () => {
+    for (const missing of ["slirp4netns", "nft"]) {
+      const choice = chooseSandbox({ asked: undefined, root: true, missing: [missing] });
+      expect(choice.env).toEqual({ RUNNER_SANDBOX: "none" });
+      expect(choice.warning?.split("\n")[2]).toBe(`!! ${missing} not found in /usr/bin, /bin, /usr/sbin, /sbin: the sandbox needs them.`);
+    }
   });
 
-  it("not root, both programs there: RUNNER_SANDBOX=none, the warning says root is needed", () => {
+  it("not root, every program there: RUNNER_SANDBOX=none, the warning says root is needed", () => {
     expect(chooseSandbox({ asked: undefined, root: false, missing: [] })).toEqual({
       sandbox: "none",
       env: { RUNNER_SANDBOX: "none" },
@@ -53,12 +55,12 @@ describe("chooseSandbox", () => {
     });
   });
 
-  it("not root and both programs missing: both reasons, both fixes", () => {
-    expect(chooseSandbox({ asked: undefined, root: false, missing: ["bwrap", "slirp4netns"] }).warning).toBe(
+  it("not root and every program missing: both reasons, both fixes", () => {
+    expect(chooseSandbox({ asked: undefined, root: false, missing: ["bwrap", "slirp4netns", "nft"] }).warning).toBe(
       [
         RULE,
         "!! WARNING: sessions run UNSANDBOXED (RUNNER_SANDBOX=none).",
-        "!! bwrap and slirp4netns not found: the sandbox needs bubblewrap and slirp4netns.",
+        "!! bwrap, slirp4netns, nft not found in /usr/bin, /bin, /usr/sbin, /sbin: the sandbox needs them.",
         "!! npm start is not running as root: the sandbox needs root (namespaces, cgroups, mounts).",
         ...RISK,
         "!! Install them: sudo apt-get install bubblewrap slirp4netns nftables",
@@ -91,20 +93,27 @@ describe("findProgram", () => {
   const dir = mkdtempSync(join(tmpdir(), "ptyb-find-program-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("finds an executable on the PATH given, not a file that is not executable, and not a folder", () => {
+  it("finds an executable file in the folders given, not a file that is not executable, and not a folder", () => {
     mkdirSync(join(dir, "bin"));
     writeFileSync(join(dir, "bin/ptyb-tool"), "#!/bin/sh\n");
     chmodSync(join(dir, "bin/ptyb-tool"), 0o755);
     writeFileSync(join(dir, "bin/ptyb-plain"), "");
     chmodSync(join(dir, "bin/ptyb-plain"), 0o644);
     mkdirSync(join(dir, "bin/ptyb-folder"));
-    expect(findProgram("ptyb-tool", join(dir, "bin"))).toBe(join(dir, "bin/ptyb-tool"));
-    expect(findProgram("ptyb-tool", "")).toBeUndefined();
-    expect(findProgram("ptyb-plain", join(dir, "bin"))).toBeUndefined();
-    expect(findProgram("ptyb-folder", join(dir, "bin"))).toBeUndefined();
+    expect(findProgram("ptyb-tool", [join(dir, "empty"), join(dir, "bin")])).toBe(join(dir, "bin/ptyb-tool"));
+    expect(findProgram("ptyb-tool", [])).toBeUndefined();
+    expect(findProgram("ptyb-plain", [join(dir, "bin")])).toBeUndefined();
+    expect(findProgram("ptyb-folder", [join(dir, "bin")])).toBeUndefined();
   });
 
-  it("also looks in the system's program folders, which a user's PATH may lack", () => {
-    expect(findProgram("sh", "")).toMatch(/^\/(usr\/)?bin\/sh$/);
+  it("looks where the runner looks, the system's folders, and not on PATH", () => {
+    expect(findProgram("sh")).toMatch(/^\/(usr\/)?bin\/sh$/);
+    const path = process.env.PATH;
+    process.env.PATH = join(dir, "bin");
+    try {
+      expect(findProgram("ptyb-tool")).toBeUndefined();
+    } finally {
+      process.env.PATH = path;
+    }
   });
 });

@@ -1,16 +1,23 @@
 // Whether `npm start`'s runner puts each session in a sandbox (docs/security.md): bubblewrap for
-// the namespaces and slirp4netns for a session's outbound network, both run by the runner as
-// root (namespaces, cgroups, loop-mounted workspaces). The runner's default is RUNNER_SANDBOX=bwrap,
-// and a runner started on its own refuses to host sessions without its sandbox; `npm start` alone
-// falls back to RUNNER_SANDBOX=none when it cannot sandbox (not root, or a program missing), so
-// that a first `npm start` works, and says so loudly: sessions then run on the machine as they are.
-// `chooseSandbox` is the decision (pure, tested in sandbox-choice.test.ts); `findProgram` and
-// `sandboxFacts` read the machine.
+// the namespaces, slirp4netns and nftables for a session's outbound network, all run by the
+// runner as root (namespaces, cgroups, loop-mounted workspaces). The runner's default is
+// RUNNER_SANDBOX=bwrap, and a runner started on its own refuses to start without its sandbox's
+// programs or without root; `npm start` alone falls back to RUNNER_SANDBOX=none when it cannot
+// sandbox (not root, or a program missing), so that a first `npm start` works, and says so
+// loudly: sessions then run on the machine as they are. `chooseSandbox` is the decision (pure,
+// tested in sandbox-choice.test.ts); `findProgram` and `sandboxFacts` read the machine.
 import { accessSync, constants, statSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 
-/** The programs the runner's sandbox runs, by their names on PATH. */
-export const SANDBOX_PROGRAMS = ["bwrap", "slirp4netns"] as const;
+/**
+ * The programs of the sandbox a system may lack (setpriv, nsenter and mkfifo come with every
+ * Debian): bubblewrap; slirp4netns and nft for a session's network (the runner refuses to start
+ * without any of them unless RUNNER_SANDBOX=none).
+ */
+export const SANDBOX_PROGRAMS = ["bwrap", "slirp4netns", "nft"] as const;
+
+/** Where the runner takes the programs it runs as root from: the system's folders, never PATH. */
+export const SYSTEM_FOLDERS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
 
 /** What installs them (Debian's packages; nftables holds a session's deny list). */
 export const SANDBOX_INSTALL = "sudo apt-get install bubblewrap slirp4netns nftables";
@@ -61,7 +68,7 @@ export function chooseSandbox(facts: SandboxFacts): SandboxChoice {
   const why: string[] = [];
   const fix: string[] = [];
   if (facts.missing.length > 0) {
-    why.push(`${facts.missing.join(" and ")} not found: the sandbox needs bubblewrap and slirp4netns.`);
+    why.push(`${facts.missing.join(", ")} not found in ${SYSTEM_FOLDERS.join(", ")}: the sandbox needs them.`);
     fix.push(`Install them: ${SANDBOX_INSTALL}`);
   }
   if (!facts.root) {
@@ -72,10 +79,9 @@ export function chooseSandbox(facts: SandboxFacts): SandboxChoice {
   return { sandbox: "none", env: { RUNNER_SANDBOX: "none" }, warning: unsandboxed(why, fix) };
 }
 
-/** Where the executable file `name` is: on PATH, or in the system's program folders (which a user's PATH may lack). */
-export function findProgram(name: string, path = process.env.PATH ?? ""): string | undefined {
-  const dirs = [...path.split(delimiter).filter(Boolean), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
-  return dirs.map((dir) => join(dir, name)).find((file) => {
+/** Where the executable file `name` is in `folders` (the runner's: SYSTEM_FOLDERS), or undefined. */
+export function findProgram(name: string, folders: string[] = SYSTEM_FOLDERS): string | undefined {
+  return folders.map((dir) => join(dir, name)).find((file) => {
     try {
       accessSync(file, constants.X_OK);
       return statSync(file).isFile();
@@ -90,6 +96,6 @@ export function sandboxFacts(env: NodeJS.ProcessEnv = process.env): SandboxFacts
   return {
     asked: env.RUNNER_SANDBOX,
     root: process.getuid?.() === 0,
-    missing: SANDBOX_PROGRAMS.filter((name) => !findProgram(name, env.PATH)),
+    missing: SANDBOX_PROGRAMS.filter((name) => !findProgram(name)),
   };
 }

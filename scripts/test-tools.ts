@@ -8,8 +8,8 @@
 //
 // `tsx scripts/test-tools.ts` (npm's `pretest`) finds each one, or provides it from Debian's
 // packages, and writes where it is to node_modules/.cache/ptybroker-test-tools/tools.json:
-//   1. on PATH (chromium also at /usr/bin/chromium; the sandbox's programs also in /usr/sbin,
-//      /sbin, /usr/bin and /bin, which a user's PATH may lack): used as it is;
+//   1. on PATH (chromium also at /usr/bin/chromium; the sandbox's programs in /usr/bin, /bin,
+//      /usr/sbin or /sbin only, where the runner takes them from): used as it is;
 //   2. as root with apt-get: `apt-get update`, `apt-get install --no-install-recommends` (CI's way);
 //   3. otherwise, without root: `apt-get download` the package and the dependencies that are not
 //      installed (the set `apt-get -s install` would install), `dpkg-deb -x` them into the cache,
@@ -89,11 +89,13 @@ export function toolPath(name: Tool): string {
   return path;
 }
 
-/** The executable called `name` on PATH (chromium also at /usr/bin/chromium, the sandbox's programs also in the system's folders), or undefined. */
+/**
+ * The executable called `name` on PATH (chromium also at /usr/bin/chromium), or undefined. The
+ * sandbox's programs only where the runner takes them from: the system's folders, never PATH.
+ */
 function onPath(name: Tool): string | undefined {
-  const dirs = (process.env.PATH ?? "").split(delimiter).filter(Boolean);
+  const dirs = TOOLS[name].system ? ["/usr/bin", "/bin", "/usr/sbin", "/sbin"] : (process.env.PATH ?? "").split(delimiter).filter(Boolean);
   if (name === "chromium") dirs.push("/usr/bin");
-  if (TOOLS[name].system) dirs.push("/usr/sbin", "/usr/bin", "/sbin", "/bin");
   return dirs.map((dir) => join(dir, name)).find(executable);
 }
 
