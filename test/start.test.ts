@@ -152,11 +152,13 @@ describe("npm start", () => {
     const start = await npmStart(pipeline);
     const { leader, port } = start;
 
-    // A session, so that the runner has a process of its own to end.
+    // A session, so that the runner has a process of its own to end. In a sandbox, `running`
+    // comes before the command itself runs (bubblewrap still sets up), so the sleep is waited for.
     const { pid } = await runningSession(start.url, "/bin/sleep", ["600"]);
+    await until(() => tree(leader).some((p) => stat(p)?.comm === "sleep"), 15_000, "the session's sleep").catch(start.explain);
 
     // Every process of the stack, recorded while it runs: sh, npm, tsx, start.ts, wrangler,
-    // workerd, the runner, the session's sleep.
+    // workerd, the runner, the session's sandbox (bwrap, slirp4netns) and its sleep.
     const recorded = tree(leader);
     const names = recorded.map((p) => stat(p)?.comm ?? "?");
     expect(recorded).toContain(pid);
