@@ -7,8 +7,8 @@ import { chooseSandbox, findProgram } from "./sandbox-choice.js";
 
 const RULE = "!".repeat(78);
 const RISK = [
-  "!! Every session is a shell on this machine as this user: it sees its processes and files and",
-  "!! reaches every service on 127.0.0.1 (the edge, Redis, databases). For local development only.",
+  "!! Every session is a shell on this machine itself: it sees its processes and the files it may",
+  "!! read, and reaches every service on 127.0.0.1 (the edge, Redis, databases). Local use only.",
 ];
 
 describe("chooseSandbox", () => {

@@ -47,8 +47,8 @@ function unsandboxed(why: string[], fix: string[]): string {
     RULE,
     "!! WARNING: sessions run UNSANDBOXED (RUNNER_SANDBOX=none).",
     ...why.map((line) => `!! ${line}`),
-    "!! Every session is a shell on this machine as this user: it sees its processes and files and",
-    "!! reaches every service on 127.0.0.1 (the edge, Redis, databases). For local development only.",
+    "!! Every session is a shell on this machine itself: it sees its processes and the files it may",
+    "!! read, and reaches every service on 127.0.0.1 (the edge, Redis, databases). Local use only.",
     ...fix.map((line) => `!! ${line}`),
     RULE,
   ].join("\n");
