@@ -6,6 +6,7 @@ import { basename } from "node:path";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner, waitForRunners } from "../scripts/stack.js";
 import { type RedisServer, startRedis } from "../test/redis-server.js";
 import { Api } from "../test/rest-client.js";
+import type { Session } from "../shared/session.js";
 import { TermClient } from "../test/term-client.js";
 import { until } from "../test/waits.js";
 import { catEchoes, startCat } from "./measures.js";
@@ -69,16 +70,30 @@ export async function startSandboxStack(): Promise<SandboxStack> {
   return { url, api, stop };
 }
 
+/** What a variant's sessions must have got, as their records say: so that no run measures the wrong setup. */
+export interface Want {
+  sandbox: "bwrap" | "none";
+  network?: "egress" | "none";
+}
+
+function check(session: Pick<Session, "id" | "sandbox" | "network">, want: Want): void {
+  if (session.sandbox !== want.sandbox || (want.network !== undefined && session.network !== want.network)) {
+    throw new Error(`session ${session.id} got sandbox ${session.sandbox}, network ${session.network}; expected ${JSON.stringify(want)}`);
+  }
+}
+
 /**
- * `count` login shells (the default command, `/bin/bash -l`), one at a time after one warm-up:
- * from just before the POST to the first prompt on a framed WebSocket, ms. `extra` goes into each
- * create's body (`network`). Each session is deleted (purged) before the next.
+ * `count` login shells (the default command, `/bin/bash -l`), one at a time after one warm-up
+ * (whose record is checked against `want`): from just before the POST to the first prompt on a
+ * framed WebSocket, ms. `extra` goes into each create's body (`network`). Each session is deleted
+ * (purged) before the next.
  */
-export async function firstPromptTrips(api: Api, count: number, extra: Record<string, unknown> = {}): Promise<number[]> {
+export async function firstPromptTrips(api: Api, count: number, want: Want, extra: Record<string, unknown> = {}): Promise<number[]> {
   const ms: number[] = [];
   for (let i = -1; i < count; i++) {
     const started = performance.now();
     const session = await api.create({ ...extra, tags: ["bench-sandbox"] });
+    if (i < 0) check(session, want);
     // No `from`: everything retained is replayed, so a prompt written before the socket opened is seen.
     const client = new TermClient(api.url, session.id, api.key as string);
     try {
@@ -92,8 +107,12 @@ export async function firstPromptTrips(api: Api, count: number, extra: Record<st
   return ms;
 }
 
-/** `count` execs of `true` by `api`'s tenant, request → answer, ms (processes.ts's execTrips). */
-export async function execTrueTrips(api: Api, count: number, extra: Record<string, unknown> = {}): Promise<number[]> {
+/** `count` execs of `true` by `api`'s tenant, request → answer, ms (processes.ts's execTrips), after one whose session is checked against `want`. */
+export async function execTrueTrips(api: Api, count: number, want: Want, extra: Record<string, unknown> = {}): Promise<number[]> {
+  const probe = await api.request<{ id: string }>("POST", "/v1/exec", { ...extra, command: "true" });
+  if (probe.status !== 200) throw new Error(`exec: ${probe.status} ${JSON.stringify(probe.body)}`);
+  check(await api.get(probe.body.id), want);
+  await api.destroy(probe.body.id);
   return (await execTrips({ api }, count, extra)).ms;
 }
 
@@ -125,6 +144,7 @@ export async function neighbourEcho(stack: SandboxStack, keystrokes: number): Pr
   const spinner = stack.api.spinner;
   if (spinPids().length > 0) throw new Error(`spinners of an earlier run still run: ${spinPids().join(", ")}`);
   const b = await typist.create(BASH);
+  check(b, { sandbox: "bwrap" });
   let term: BenchTerm | undefined;
   let a: string | undefined;
   let watched: number[] = [];
@@ -137,7 +157,9 @@ export async function neighbourEcho(stack: SandboxStack, keystrokes: number): Pr
     const nproc = await spinner.request<{ exitCode: number; stdout: string }>("POST", "/v1/exec", { command: "nproc" });
     if (nproc.status !== 200 || nproc.body.exitCode !== 0) throw new Error(`exec nproc: ${nproc.status} ${JSON.stringify(nproc.body)}`);
     const spinners = Number(nproc.body.stdout.trim());
-    a = (await spinner.create({ command: "/bin/bash", args: ["-c", SPIN] })).id;
+    const spinning = await spinner.create({ command: "/bin/bash", args: ["-c", SPIN] });
+    a = spinning.id;
+    check(spinning, { sandbox: "bwrap" });
     watched = await until(
       () => {
         const pids = spinPids();

@@ -16,9 +16,10 @@ export function failedRow(n: number, what: string, error: unknown): Row {
 
 /** The sandboxed variants of row 15, each against the unsandboxed runner. */
 const VARIANTS = [
-  { name: "bwrap, network egress", body: {} },
-  { name: "bwrap, network none", body: { network: "none" } },
+  { name: "bwrap, network egress", body: {}, want: { sandbox: "bwrap", network: "egress" } },
+  { name: "bwrap, network none", body: { network: "none" }, want: { sandbox: "bwrap", network: "none" } },
 ] as const;
+const PLAIN = { sandbox: "none" } as const;
 
 type Samples = { p50: number[]; p99: number[] };
 const samples = (): Samples => ({ p50: [], p99: [] });
@@ -37,15 +38,15 @@ async function costRows(stack: SandboxStack, config: BenchConfig, progress: Prog
   const boxed = VARIANTS.map(() => ({ prompt: samples(), exec: samples(), error: undefined as unknown }));
   for (let run = 1; run <= config.runs; run++) {
     // The variants take turns within a run, so that drift in the machine's load falls on each alike.
-    add(plain.prompt, await firstPromptTrips(stack.api.plain, trips));
-    add(plain.exec, await execTrueTrips(stack.api.plain, trips));
+    add(plain.prompt, await firstPromptTrips(stack.api.plain, trips, PLAIN));
+    add(plain.exec, await execTrueTrips(stack.api.plain, trips, PLAIN));
     const line = [`15 run ${run}: none: prompt p50 ${plain.prompt.p50.at(-1)?.toFixed(1)} ms, exec p50 ${plain.exec.p50.at(-1)?.toFixed(1)} ms`];
     for (const [i, variant] of VARIANTS.entries()) {
       const into = boxed[i];
       if (into.error !== undefined) continue;
       try {
-        add(into.prompt, await firstPromptTrips(stack.api.boxed, trips, variant.body));
-        add(into.exec, await execTrueTrips(stack.api.boxed, trips, variant.body));
+        add(into.prompt, await firstPromptTrips(stack.api.boxed, trips, variant.want, variant.body));
+        add(into.exec, await execTrueTrips(stack.api.boxed, trips, variant.want, variant.body));
         line.push(`${variant.name}: prompt p50 ${into.prompt.p50.at(-1)?.toFixed(1)} ms, exec p50 ${into.exec.p50.at(-1)?.toFixed(1)} ms`);
       } catch (error) {
         into.error = error;
