@@ -195,6 +195,23 @@ describe("a session sees nothing of other tenants or sessions", () => {
     for (const name of ["acme", "globex", id, other.id]) expect(seen).not.toContain(name);
   });
 
+  it("answers the same for a command in another tenant's folder whether or not it exists (no oracle)", async () => {
+    const g = await shell(globex);
+    expect(await run(g.client, "printf '#!/bin/sh\\necho globex\\n' > ~/tool.sh; chmod 755 ~/tool.sh; ~/tool.sh")).toBe("globex\n");
+    const outcomes: unknown[] = [];
+    for (const command of [join(workspace, "globex", "tool.sh"), join(workspace, "globex", "missing.sh")]) {
+      const s = await acme.create({ command });
+      cleanup.session(acme, s.id);
+      const done = await ended(acme, s.id);
+      const output = String((await acme.request("GET", `/v1/sessions/${s.id}/output?from=0`)).body).replace(command, "<command>");
+      outcomes.push({ exitCode: done.exitCode, output });
+    }
+    expect(outcomes).toEqual([
+      { exitCode: 127, output: "ptybroker: <command>: no such file or directory\r\n" },
+      { exitCode: 127, output: "ptybroker: <command>: no such file or directory\r\n" },
+    ]);
+  });
+
   it("keeps /tmp and /dev/shm private to the session, and the workspace shared by the tenant's own sessions", async () => {
     const a = await shell(acme);
     expect(await run(a.client, "umask 022; echo a-tmp > /tmp/left; echo a-shm > /dev/shm/left; echo a-ws > ~/shared; ls /tmp /dev/shm")).toBe("/dev/shm:\nleft\n\n/tmp:\nleft\n");
