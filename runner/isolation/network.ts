@@ -103,8 +103,10 @@ export class EgressNetwork {
    * slirp4netns to its namespace and lets the session's command run.
    */
   async attach(pid: number): Promise<void> {
+    const start = performance.now();
     const deadline = Date.now() + ATTACH_DEADLINE_MS;
     await this.ready(deadline);
+    const readyMs = performance.now() - start;
     // The sandbox's init, bubblewrap's child: in the sandbox's namespaces.
     const init = firstChild(pid);
     if (init === null) throw new Error("the sandbox is gone");
@@ -113,6 +115,8 @@ export class EgressNetwork {
     writeSync(this.goFd, "go\n");
     closeSync(this.goFd);
     this.goFd = null;
+    // Where a create's time goes (docs/benchmarks.md, "sandbox cost").
+    log.debug("session.network", { outcome: "attached", readyMs: Math.round(readyMs), slirpMs: Math.round(performance.now() - start - readyMs) });
   }
 
   /** Resolves when the sandbox's network step says "ready" (its rules are installed). */
