@@ -1,8 +1,11 @@
 // Trust boundaries around sessions (docs/security.md), attacked from inside sessions through the
-// public API, on a runner that is root (as a production host's): a session reads none of the
-// runner's secrets and is not root; one tenant's session can neither read another tenant's
-// files nor signal its processes; every process a session starts ends with it, also those that
-// left its terminal session (setsid, nohup), on DELETE, on exit, and after a runner crash.
+// public API, on a runner that is root (as a production host's), each session in its sandbox
+// (RUNNER_SANDBOX=bwrap, the default): a session reads none of the runner's secrets (the runner
+// is not even in its process list) and is not root; one tenant's session can neither read another
+// tenant's files (not mounted: "No such file or directory") nor signal its processes (not in its
+// pid namespace: "No such process"); every process a session starts ends with it, also those that
+// left its terminal session (setsid, nohup), on DELETE, on exit, and when its runner is SIGKILLed
+// (with the runner, in a sandbox; at the runner's next start, without one).
 import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { statFields } from "../runner/process/proc.js";
@@ -15,9 +18,9 @@ import {
   TermClient,
   alive,
   commandOf,
+  hostPid,
   onSharedStack,
   until,
-  waitForRunners,
 } from "./harness.js";
 
 const suite = onSharedStack({ clients: "close" });
@@ -26,10 +29,15 @@ const runnerToken = inject("runnerToken");
 const runnerPid = inject("runnerPid");
 /** The edge's grace between SIGHUP and the end of everything on DELETE (shared/session.ts). */
 const KILL_GRACE_MS = 2000;
+/** A sandboxed session's workspace and home, inside (runner/isolation/sandbox.ts). */
+const SANDBOX_HOME = "/workspace";
+/** The session's command inside its sandbox's pid namespace: bubblewrap's init is 1. */
+const INNER_SHELL_PID = 2;
 
 /**
- * A bash session of `api`'s tenant with a client attached to it. Sessions on the shared edge are
- * purged after the file (those on this file's own edge end with its runners).
+ * A bash session of `api`'s tenant with a client attached to it; `pid` is the session's as the API
+ * reports it (its first process, on the host). Sessions on the shared edge are purged after the
+ * file (those on this file's own edge end with its runners).
  */
 async function shell(api: Api, edgeUrl = url): Promise<{ id: string; pid: number; client: TermClient }> {
   const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
@@ -59,22 +67,26 @@ async function run(client: TermClient, command: string, deadlineMs?: number): Pr
 
 
 /**
- * Starts, from the session, a `sleep 300` in a terminal session of its own (`setsid -f`) and a
- * `nohup sleep 300` in the background; their pids, once both are running.
+ * Starts, from the session whose pid is `sessionPid`, a `sleep 300` in a terminal session of its
+ * own (`setsid -f`) and a `nohup sleep 300` in the background; their host pids, once both are
+ * running. `sandboxed`: the shell prints pids of its sandbox's numbering, mapped to the host's.
  */
-async function startEscapees(client: TermClient, shellPid: number): Promise<{ setsid: number; nohup: number }> {
+async function startEscapees(client: TermClient, sessionPid: number, sandboxed = true): Promise<{ setsid: number; nohup: number }> {
   client.send(`setsid -f sh -c 'echo "setsid=$$"; exec sleep 300'; nohup sleep 300 >/dev/null 2>&1 & echo "nohup=$!"\n`);
   await client.waitForOutput(/setsid=\d+\r\n/);
   await client.waitForOutput(/nohup=\d+\r\n/);
-  const setsid = Number(/setsid=(\d+)\r\n/.exec(client.text)?.[1]);
-  const nohup = Number(/nohup=(\d+)\r\n/.exec(client.text)?.[1]);
+  const printed = [/setsid=(\d+)\r\n/, /nohup=(\d+)\r\n/].map((pattern) => Number(pattern.exec(client.text)?.[1]));
+  const [setsid, nohup] = printed.map((pid) => (sandboxed ? (hostPid(sessionPid, pid) ?? 0) : pid));
+  expect(setsid).toBeGreaterThan(0);
+  expect(nohup).toBeGreaterThan(0);
   // Any still running `sleep 300` at the end gets SIGKILL (by this pid only).
   suite.cleanup.strayProcess(setsid, "sleep 300");
   suite.cleanup.strayProcess(nohup, "sleep 300");
   await until(() => commandOf(setsid) === "sleep 300" && commandOf(nohup) === "sleep 300", 5000, "both sleeps to run");
-  // The setsid child has left the shell's terminal session; the nohup one has not.
+  // The setsid child has left the shell's terminal session (led by the session's first process);
+  // the nohup one has not.
   expect(statFields(setsid)?.[3]).toBe(String(setsid));
-  expect(statFields(nohup)?.[3]).toBe(String(shellPid));
+  expect(statFields(nohup)?.[3]).toBe(String(sessionPid));
   return { setsid, nohup };
 }
 
@@ -87,15 +99,15 @@ describe("sessions as their own users", () => {
     expect(uid).toBeGreaterThan(0);
 
     expect(await run(client, "id; id -u")).toBe(`uid=${uid}(${name}) gid=${gid}(${name}) groups=${gid}(${name})\n${uid}\n`);
-    expect(await run(client, 'echo "$HOME $USER $LOGNAME $SHELL"; pwd')).toBe(
-      `${join(WORKSPACE, "acme")} ${name} ${name} /bin/bash\n${join(WORKSPACE, "acme")}\n`,
-    );
-    // Its terminal is its own, and no one else's to write to.
-    expect(await run(client, 'stat -c "%U %a" "$(tty)"')).toBe(`${name} 600\n`);
+    expect(await run(client, 'echo "$HOME $USER $LOGNAME $SHELL"; pwd')).toBe(`${SANDBOX_HOME} ${name} ${name} /bin/bash\n${SANDBOX_HOME}\n`);
+    // Its terminal (bubblewrap binds it on /dev/console) is its own, and no one else's to write to.
+    expect(await run(client, 'tty; stat -c "%U %a" "$(tty)"')).toBe(`/dev/console\n${name} 600\n`);
 
-    // The runner is the session's parent; its environment holds RUNNER_TOKEN and REDIS_URL.
-    expect(await run(client, "echo $PPID; cat /proc/$PPID/environ")).toBe(
-      `${runnerPid}\ncat: /proc/${runnerPid}/environ: Permission denied\n`,
+    // The runner's environment holds RUNNER_TOKEN and REDIS_URL. The shell's parent is its
+    // sandbox's init (bubblewrap, root's: not readable), and the runner is not in the session's
+    // pid namespace at all.
+    expect(await run(client, `echo $$ $PPID; cat /proc/$PPID/environ; cat /proc/${runnerPid}/environ`)).toBe(
+      `${INNER_SHELL_PID} 1\ncat: /proc/1/environ: Permission denied\ncat: /proc/${runnerPid}/environ: No such file or directory\n`,
     );
 
     // Every environment the session can read: the token (typed in base64, so that only a
@@ -118,20 +130,25 @@ describe("sessions as their own users", () => {
   it("keeps one tenant out of another's files and processes", async () => {
     const g = await shell(globex);
     const globexUser = tenantUserName("globex");
-    const home = join(WORKSPACE, "globex");
     expect(
       await run(g.client, `rm -f secret.txt; (umask 077; echo "globex-secret-$((6*7))" > secret.txt); stat -c '%a %U' secret.txt; cat secret.txt; echo $$; pwd`),
-    ).toBe(`600 ${globexUser}\nglobex-secret-42\n${g.pid}\n${home}\n`);
-    expect(alive(g.pid)).toBe(true);
+    ).toBe(`600 ${globexUser}\nglobex-secret-42\n${INNER_SHELL_PID}\n${SANDBOX_HOME}\n`);
+    // globex's shell as the host numbers it: what an attacker who learnt it would try.
+    const globexShell = hostPid(g.pid, INNER_SHELL_PID) as number;
+    expect(commandOf(globexShell)).toBe("/bin/bash --norc --noprofile");
 
+    // globex's folder, by its path on the host and through its shell's /proc entry: nothing of
+    // globex is mounted in acme's sandbox, and globex's shell is not in acme's pid namespace.
+    const home = join(WORKSPACE, "globex");
     const a = await shell(acme);
-    expect(await run(a.client, `cat ${home}/secret.txt; echo rc=$?`)).toBe(
-      `cat: ${home}/secret.txt: Permission denied\nrc=1\n`,
+    expect(await run(a.client, `cat ${home}/secret.txt; echo rc=$?`)).toBe(`cat: ${home}/secret.txt: No such file or directory\nrc=1\n`);
+    expect(await run(a.client, `ls ${home}; echo rc=$?`)).toBe(`ls: cannot access '${home}': No such file or directory\nrc=2\n`);
+    expect(await run(a.client, `cat /proc/${globexShell}/root${SANDBOX_HOME}/secret.txt; echo rc=$?`)).toBe(
+      `cat: /proc/${globexShell}/root${SANDBOX_HOME}/secret.txt: No such file or directory\nrc=1\n`,
     );
-    expect(await run(a.client, `ls ${home}; echo rc=$?`)).toBe(`ls: cannot open directory '${home}': Permission denied\nrc=2\n`);
-    expect(await run(a.client, `kill -0 ${g.pid}; echo rc=$?`)).toBe(`bash: kill: (${g.pid}) - Operation not permitted\nrc=1\n`);
-    expect(await run(a.client, `kill -KILL ${g.pid}; echo rc=$?`)).toBe(`bash: kill: (${g.pid}) - Operation not permitted\nrc=1\n`);
-    expect(alive(g.pid)).toBe(true);
+    expect(await run(a.client, `kill -0 ${globexShell}; echo rc=$?`)).toBe(`bash: kill: (${globexShell}) - No such process\nrc=1\n`);
+    expect(await run(a.client, `kill -KILL ${globexShell}; echo rc=$?`)).toBe(`bash: kill: (${globexShell}) - No such process\nrc=1\n`);
+    expect(alive(globexShell)).toBe(true);
     expect(await run(g.client, "echo globex-still-$((1+1))")).toBe("globex-still-2\n");
     expect(a.client.text).not.toContain("globex-secret-42");
   });
@@ -185,20 +202,53 @@ describe("a runner of its own", () => {
     return started;
   }
 
-  it("ends what a SIGKILLed runner's session left when the runner starts again", async () => {
+  /** Resolves once `runnerId` is the only runner of this block's edge (so sessions are placed on it). */
+  async function alone(edgeUrl: string, runnerId: string): Promise<void> {
+    await until(
+      async () => {
+        const res = await fetch(`${edgeUrl}/internal/runners`, { headers: { authorization: `Bearer ${token}` } });
+        const body = (await res.json()) as { runners: { runnerId: string }[] };
+        return body.runners.map((r) => r.runnerId).join() === runnerId;
+      },
+      30_000,
+      `${runnerId} to be the edge's only runner`,
+    );
+  }
+
+  it("ends a SIGKILLed runner's sandboxed session with the runner, its setsid and nohup children too", async () => {
     const { url: edgeUrl } = await ownEdge();
     const api = new Api(edgeUrl, key);
-    const first = runner({ RUNNER_ID: "isolation-restarted" }, edgeUrl);
-    await waitForRunners(edgeUrl, token, 1);
+    const first = runner({ RUNNER_ID: "isolation-killed" }, edgeUrl);
+    await alone(edgeUrl, "isolation-killed");
     const { pid, client } = await shell(api, edgeUrl);
     const { setsid, nohup } = await startEscapees(client, pid);
+
+    // The sandbox's pid namespace ends with its init, which bubblewrap (--die-with-parent) ends
+    // with the runner: nothing of the session waits for a runner to start again.
+    first.kill("SIGKILL");
+    await first.exited;
+    const killedAt = performance.now();
+    await until(() => !alive(setsid) && !alive(nohup), 5000, "the session's children to end with the runner");
+    console.info(`isolation: sandboxed setsid and nohup children gone ${Math.round(performance.now() - killedAt)} ms after the runner's SIGKILL`);
+  });
+
+  it("without a sandbox (RUNNER_SANDBOX=none), ends what a SIGKILLed runner's session left when the runner starts again", async () => {
+    // RUNNER_SANDBOX=none: the run record's path, the only one that ends a setsid child there
+    // (in a sandbox, the previous test, nothing outlives the runner).
+    const env = { RUNNER_ID: "isolation-restarted", RUNNER_SANDBOX: "none" };
+    const { url: edgeUrl } = await ownEdge();
+    const api = new Api(edgeUrl, key);
+    const first = runner(env, edgeUrl);
+    await alone(edgeUrl, "isolation-restarted");
+    const { pid, client } = await shell(api, edgeUrl);
+    const { setsid, nohup } = await startEscapees(client, pid, false);
 
     first.kill("SIGKILL");
     await first.exited;
     // Nothing ended them: the setsid one is in no terminal session the PTY's close reaches.
     expect(alive(setsid)).toBe(true);
 
-    const again = runner({ RUNNER_ID: "isolation-restarted" }, edgeUrl);
+    const again = runner(env, edgeUrl);
     const restartedAt = performance.now();
     await until(() => !alive(setsid) && !alive(nohup), 15_000, "the dead run's leftovers to end").catch((error: Error) => {
       throw new Error(`${error.message}\nrunner output:\n${again.output()}`);
@@ -220,18 +270,11 @@ describe("a runner of its own", () => {
     const api = new Api(edgeUrl, key);
     const named = runner({ RUNNER_SESSION_USER: "nobody", RUNNER_ID: "isolation-nobody" }, edgeUrl);
     // The only runner of this edge, so the session is placed on it.
-    await until(
-      async () => {
-        const res = await fetch(`${edgeUrl}/internal/runners`, { headers: { authorization: `Bearer ${token}` } });
-        const body = (await res.json()) as { runners: { runnerId: string }[] };
-        return body.runners.map((r) => r.runnerId).join() === "isolation-nobody";
-      },
-      30_000,
-      "the named-user runner alone",
-    );
+    await alone(edgeUrl, "isolation-nobody");
     const { client } = await shell(api, edgeUrl);
     const nobody = lookUpUser("nobody") as NonNullable<ReturnType<typeof lookUpUser>>;
-    expect(await run(client, 'id -un; id -u; echo "$HOME"')).toBe(`nobody\n${nobody.uid}\n${join(workspace, "acme")}\n`);
+    // Sandboxed (the default): the sandbox's /etc/passwd names the user, its home is /workspace.
+    expect(await run(client, 'id -un; id -u; echo "$HOME"')).toBe(`nobody\n${nobody.uid}\n${SANDBOX_HOME}\n`);
     await named.stop();
   });
 });
