@@ -5,7 +5,6 @@
 // a terminal alone has (resize, screen, run) refused with NOT_A_TTY; and the same boundaries as a
 // terminal's session (tenant's user, no runner secret, roles, tenants, every process ending with
 // the session).
-import { join } from "node:path";
 import WebSocket from "ws";
 import { describe, expect, inject, it } from "vitest";
 import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
@@ -13,13 +12,13 @@ import type { Session } from "../shared/session.js";
 import { TENANTS } from "./global-setup.js";
 import {
   Api,
-  SHARED_WORKSPACE as WORKSPACE,
   type OutputFrame,
   SseClient,
   type TermClient,
   alive,
   commandOf,
   fetchOutput,
+  hostPid,
   liveSessionProcesses,
   onSharedStack,
   sha256,
@@ -37,6 +36,19 @@ function session(body: Record<string, unknown>): Promise<Session> {
 /** Processes sessions started here: any still running `sleep 1000` at the end gets SIGKILL (by this pid only). */
 function spawned(...pids: number[]): void {
   for (const pid of pids) suite.cleanup.strayProcess(pid, "sleep 1000");
+}
+
+/** A sandboxed session's workspace, inside (runner/isolation/sandbox.ts). */
+const SANDBOX_HOME = "/workspace";
+
+/**
+ * The host's pid of what the session `sessionPid` printed as `innerPid` (`$!`, `$$`: its
+ * sandbox's pid numbering), for the checks and the cleanup that look at the host's /proc.
+ */
+function onHost(sessionPid: number, innerPid: number): number {
+  const pid = hostPid(sessionPid, innerPid);
+  if (pid === null) throw new Error(`no process ${innerPid} in the sandbox of session pid ${sessionPid}`);
+  return pid;
 }
 
 /** A `pty: false` session of `/bin/sh -c script`. */
@@ -519,7 +531,7 @@ describe("bad input", () => {
 });
 
 describe("attacker", () => {
-  it("runs as the tenant's user, not root, in its workspace, and sees none of the runner's environment", async () => {
+  it("runs as the tenant's user, not root, in its workspace (/workspace in its sandbox), and sees none of the runner's environment", async () => {
     const user = lookUpUser(tenantUserName("acme"));
     expect(user).not.toBeNull();
     const { uid, name } = user as NonNullable<typeof user>;
@@ -536,7 +548,7 @@ describe("attacker", () => {
     const done = await ended(acme, s.id);
     const out = (await acme.outputStream(s.id, "stdout", 0, done.offset)).toString();
     const lines = out.split("\n");
-    expect(lines.slice(0, 3)).toEqual([String(uid), name, join(WORKSPACE, "acme")]);
+    expect(lines.slice(0, 3)).toEqual([String(uid), name, SANDBOX_HOME]);
     expect(lines).toContain("EXTRA=requested");
     expect(lines.at(-2)).toBe("0"); // grep -c: no line of any readable environment
     expect(done.exitCode).toBe(1); // grep found nothing
@@ -611,7 +623,8 @@ describe("attacker", () => {
     const s = await pipes(`(while :; do echo tick; sleep 0.01; done) & echo "ticker=$!"; read _; echo bye`);
     const client = connect(s.id);
     await client.waitForOutput(/ticker=\d+\n(tick\n)+/);
-    const ticker = Number(/ticker=(\d+)\n/.exec(client.text)?.[1]);
+    const printed = Number(/ticker=(\d+)\n/.exec(client.text)?.[1]);
+    const ticker = onHost(s.pid as number, printed);
     spawned(ticker);
     expect(await acme.inputRequest(s.id, { data: "", eof: true })).toMatchObject({ status: 202 });
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 20_000);
@@ -621,7 +634,7 @@ describe("attacker", () => {
     const exitAt = client.timeline.findIndex((e) => e.kind === "message" && e.message.type === "exit");
     expect(client.timeline.slice(exitAt + 1).filter((e) => e.kind !== "message")).toEqual([]);
     expect(client.offsetErrors).toEqual([]);
-    expect(client.text.split("\n").filter((l) => l !== "tick")).toEqual([`ticker=${ticker}`, "bye", ""]);
+    expect(client.text.split("\n").filter((l) => l !== "tick")).toEqual([`ticker=${printed}`, "bye", ""]);
     await until(() => !alive(ticker), 10_000, "the ticker to end");
     const done = await acme.get(s.id);
     expect(done).toMatchObject({ status: "exited", offset: exit.offset });
@@ -634,16 +647,17 @@ describe("attacker", () => {
     const s = await pipes(`sleep 1000 & echo "child=$!"; setsid -f sh -c 'echo "escapee=$$"; exec sleep 1000'; read _; echo hi`);
     const client = connect(s.id);
     await client.waitForOutput(/escapee=\d+\n/);
-    const child = Number(/child=(\d+)\n/.exec(client.text)?.[1]);
-    const escapee = Number(/escapee=(\d+)\n/.exec(client.text)?.[1]);
+    const printed = { child: Number(/child=(\d+)\n/.exec(client.text)?.[1]), escapee: Number(/escapee=(\d+)\n/.exec(client.text)?.[1]) };
+    const pid = (await acme.get(s.id)).pid as number;
+    const child = onHost(pid, printed.child);
+    const escapee = onHost(pid, printed.escapee);
     spawned(child, escapee);
     expect(commandOf(child)).toBe("sleep 1000");
     await until(() => commandOf(escapee) === "sleep 1000", 5000, "the escapee to run sleep");
-    const pid = (await acme.get(s.id)).pid as number;
     expect(await acme.inputRequest(s.id, { data: "", eof: true })).toMatchObject({ status: 202 });
     const exit = await client.waitForMessage((m) => m.type === "exit", "exit", 20_000);
     expect(exit).toEqual({ type: "exit", status: "exited", exitCode: 0, signal: null, reason: "exit", offset: client.nextOffset });
-    expect(client.text).toBe(`child=${child}\nescapee=${escapee}\nhi\n`);
+    expect(client.text).toBe(`child=${printed.child}\nescapee=${printed.escapee}\nhi\n`);
     expect(client.offsetErrors).toEqual([]);
     await until(() => !alive(child) && !alive(escapee), 10_000, "the session's children to end");
     expect(alive(pid)).toBe(false);
