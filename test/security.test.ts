@@ -264,7 +264,8 @@ describe("runner trust and hygiene", () => {
     expect((await acme.request("GET", "/v1/sessions")).body.sessions.length).toBe(before);
     const inside = await session(acme, { command: "/bin/pwd", cwd: "a/../b/./c" });
     await acme.request("GET", `/v1/sessions/${inside.id}/wait?timeoutSec=10`);
-    expect((await fetchOutput(acme, inside.id, 0)).bytes.toString()).toMatch(/\/acme\/b\/c\r\n$/);
+    // Resolved inside the tenant's workspace, which is /workspace in the session's sandbox.
+    expect((await fetchOutput(acme, inside.id, 0)).bytes.toString()).toBe("/workspace/b/c\r\n");
   });
 
   it("refuses 1 MiB of input with 413 and the session still works", async () => {
