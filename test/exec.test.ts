@@ -3,7 +3,7 @@
 // (together at most maxOutputBytes, the first bytes in output order), a timeout that SIGKILLs;
 // underneath a `pty: false` session whose id stays readable and replayable and which counts
 // toward the tenant's quota and create rate. A 20 MiB flood ends with every byte in the log.
-import { chmodSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { lookUpUser, tenantUserName } from "../runner/isolation/session-user.js";
@@ -11,12 +11,12 @@ import type { ExecResult, Session } from "../shared/session.js";
 import { SHARED_RETAIN_BYTES } from "./global-setup.js";
 import {
   Api,
-  SHARED_WORKSPACE as WORKSPACE,
   type ApiResponse,
   SuiteCleanup,
   alive,
   fetchOutput,
   onSharedStack,
+  pidsRunning,
   sha256,
   startSuiteStack,
   until,
@@ -26,6 +26,8 @@ const suite = onSharedStack();
 const { url, api: acme, globex } = suite;
 const runnerToken = inject("runnerToken");
 const MiB = 1 << 20;
+/** A sandboxed session's workspace, inside (runner/isolation/sandbox.ts). */
+const SANDBOX_HOME = "/workspace";
 
 /**
  * `POST /v1/exec` as it answers; the session it made on the shared edge is purged at the end
@@ -115,7 +117,7 @@ describe("exec", () => {
     );
     expect(result).toMatchObject({
       exitCode: 1, // grep -c found nothing
-      stdout: `${uid}\n${join(WORKSPACE, "acme", "exec", "here")}\nhi there\n0\n`,
+      stdout: `${uid}\n${SANDBOX_HOME}/exec/here\nhi there\n0\n`,
       stderr: "",
       timedOut: false,
     });
@@ -183,14 +185,18 @@ describe("exec", () => {
   });
 
   it("ends when the command exits though a child still holds stdout open, and the child is gone", async () => {
-    const result = await exec(sh(`sleep 1000 & echo "child=$!"; echo hi`, { timeoutSec: 30 }));
+    // A sleep no other process runs: the host finds it by its command line (the pid the session
+    // prints is its sandbox's, and that sandbox may be gone when the exec answers). sh exits only
+    // once the child runs it.
+    const sleep = `sleep 1000.${process.pid}`;
+    const result = await exec(
+      sh(`${sleep} & c=$!; until [ "$(tr '\\0' ' ' < /proc/$c/cmdline)" = "${sleep} " ]; do sleep 0.01; done; echo "child=$c"; echo hi`, { timeoutSec: 30 }),
+    );
     expect(result).toMatchObject({ exitCode: 0, signal: null, stderr: "", timedOut: false, truncated: false });
-    const match = /^child=(\d+)\nhi\n$/.exec(result.stdout);
-    expect(match, result.stdout).not.toBeNull();
-    const child = Number(match?.[1]);
-    // Any still running `sleep 1000` at the end gets SIGKILL (by this pid only).
-    suite.cleanup.strayProcess(child, "sleep 1000");
-    await until(() => !alive(child), 10_000, "the background child to end");
+    expect(result.stdout, result.stdout).toMatch(/^child=\d+\nhi\n$/);
+    // Any still running at the end gets SIGKILL (by its pid only).
+    for (const pid of pidsRunning(sleep)) suite.cleanup.strayProcess(pid, sleep);
+    await until(() => pidsRunning(sleep).length === 0, 10_000, "the background child to end");
     expect(await acme.get(result.id)).toMatchObject({ status: "exited", reason: "exit", exitCode: 0 });
   });
 
@@ -255,11 +261,11 @@ describe("exec: bad input and roles", () => {
 
 describe("exec: quota and create rate", () => {
   const key = "exec-quota-acme";
-  // This block's own edge, runner and folder, stopped and removed after it.
+  // This block's own edge, runner and workspace, stopped and removed after it.
   const own = new SuiteCleanup();
-  const gate = own.tempFolder("ptybroker-exec-gate-");
-  // The session's user only needs to see whether the file is there.
-  chmodSync(gate, 0o755);
+  const workspace = own.tempFolder("ptybroker-exec-quota-");
+  // The gate file, written by the test into acme's workspace: /workspace/go inside the sandbox.
+  const gate = { host: join(workspace, "acme", "go"), inside: `${SANDBOX_HOME}/go` };
   let small: Api;
 
   beforeAll(async () => {
@@ -267,7 +273,7 @@ describe("exec: quota and create rate", () => {
       {
         apiKeys: `acme:${key}`,
         vars: { MAX_SESSIONS_PER_TENANT: "2", MAX_CREATES_PER_MINUTE: "5" },
-        runners: [{ runnerId: "exec-quota" }],
+        runners: [{ runnerId: "exec-quota", env: { RUNNER_WORKSPACE: workspace } }],
       },
       own,
     );
@@ -278,7 +284,7 @@ describe("exec: quota and create rate", () => {
     const live = (sessions: Session[]) => sessions.filter((x) => x.status === "starting" || x.status === "running");
     // 1: a session; 2: an exec that runs until the gate file appears.
     const sleeper = await small.create({ command: "/bin/sleep", args: ["60"] });
-    const pending = execRequest(small, sh(`while [ ! -e ${gate}/go ]; do sleep 0.05; done; echo released`, { timeoutSec: 60 }));
+    const pending = execRequest(small, sh(`while [ ! -e ${gate.inside} ]; do sleep 0.05; done; echo released`, { timeoutSec: 60 }));
     await until(
       async () => live((await small.request("GET", "/v1/sessions")).body.sessions).length === 2,
       10_000,
@@ -293,7 +299,7 @@ describe("exec: quota and create rate", () => {
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     expect((await small.request("GET", "/v1/sessions")).body.sessions).toHaveLength(2);
 
-    writeFileSync(join(gate, "go"), "");
+    writeFileSync(gate.host, "");
     const released = await pending;
     expect(released).toMatchObject({ status: 200, body: { exitCode: 0, stdout: "released\n", timedOut: false } });
     await small.destroy(sleeper.id);

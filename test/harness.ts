@@ -8,7 +8,7 @@ export { type OutputFrame, TermClient, type TermClientOptions, type TimelineEntr
 export { EventStreamClient, type SseMessage, SseClient, tenantEvents } from "./event-stream.js";
 export { line, renderScreen, sha256, stripEscapes } from "./terminal-text.js";
 export { until } from "./waits.js";
-export { alive, commandOf, hostPid, listeningOf, type ListeningSocket, liveSessionProcesses, parentPid } from "./processes.js";
+export { alive, commandOf, hostPid, listeningOf, type ListeningSocket, liveSessionProcesses, parentPid, pidsRunning } from "./processes.js";
 export { type SuiteCleanupOptions, SuiteCleanup } from "./cleanup.js";
 export { listRunners, type SuiteRunner, type SuiteStack, type SuiteStackOptions, startSuiteStack, waitForRunners } from "./stack-kit.js";
 export { SHARED_WORKSPACE, onSharedStack, type SharedStackSuite } from "./shared-stack.js";

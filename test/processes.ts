@@ -34,6 +34,19 @@ export function commandOf(pid: number): string {
 }
 
 /**
+ * Live pids on this host whose command line (words joined with spaces) is exactly `command`: how
+ * a test finds, from the host, a process a sandboxed session started and that it cannot name by
+ * pid any more (its session's pid namespace is gone, or never printed host pids). Give the
+ * command something unique (`sleep 1000.<random>`).
+ */
+export function pidsRunning(command: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => alive(pid) && commandOf(pid) === command);
+}
+
+/**
  * The host's pid of the process a sandboxed session knows as `innerPid` (its pid namespace's
  * numbering, as `$!` or `$$` print it): the process below `leader` (the session's pid, as the API
  * reports it) whose NSpid ends with `innerPid`; null if there is none (any more).
