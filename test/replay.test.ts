@@ -1,16 +1,19 @@
 // Issue 3: exact replay by offset from the Redis output log, over WebSocket, SSE and
 // `GET .../output`, across many reconnects; and complete logs for processes that exit at once.
-import { chmodSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TENANTS } from "./global-setup.js";
-import { SseClient, TermClient, fetchOutput, line, onSharedStack, sha256 } from "./harness.js";
+import { SHARED_WORKSPACE, SseClient, TermClient, fetchOutput, line, onSharedStack, sha256 } from "./harness.js";
 
 const suite = onSharedStack();
 const { url, api } = suite;
-const scratch = suite.cleanup.tempFolder("ptybroker-replay-");
-// Sessions write here, and they run as their tenant's user, not as this process's.
-chmodSync(scratch, 0o1777);
+// A folder of acme's workspace that sessions write into (their cwd, made by their own user; the
+// session's /tmp is its own), read here through the shared runner's workspace on the host.
+const scratch = `replay-${randomBytes(6).toString("hex")}`;
+const scratchOnHost = join(SHARED_WORKSPACE, "acme", scratch);
+suite.cleanup.last(() => rmSync(scratchOnHost, { recursive: true, force: true }));
 
 function session(body: Record<string, unknown>) {
   return suite.session(body);
@@ -116,9 +119,8 @@ describe("replay by offset", () => {
   it("logs all of 30 short-lived processes that print 60000 random bytes as base64 and exit", async () => {
     const ids = await Promise.all(
       Array.from({ length: 30 }, async (_, i) => {
-        const file = join(scratch, `${i}.b64`);
-        const s = await session({ command: "/bin/sh", args: ["-c", `head -c 60000 /dev/urandom | base64 | tee ${file}`] });
-        return { id: s.id, file };
+        const s = await session({ command: "/bin/sh", args: ["-c", `head -c 60000 /dev/urandom | base64 | tee ${i}.b64`], cwd: scratch });
+        return { id: s.id, file: join(scratchOnHost, `${i}.b64`) };
       }),
     );
     for (const { id, file } of ids) {
