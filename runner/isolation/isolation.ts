@@ -61,10 +61,14 @@ interface Scope {
   network: EgressNetwork | null;
 }
 
+/** How many ended sessions' memory verdicts wait for their exits (one that never exits is dropped oldest first). */
+const ENDED_KEPT = 1000;
 const SIGNAL_NAMES = new Map<number, string>(Object.entries(constants.signals).map(([name, num]) => [num, name]));
 
 export class Isolation {
   private readonly scopes = new Map<string, Scope>();
+  /** Sessions ended before their exit was reported: whether the memory limit killed in them. */
+  private readonly endedOom = new Map<string, boolean>();
 
   private constructor(
     private readonly workspace: string,
@@ -211,9 +215,11 @@ export class Isolation {
    * signal. A kill by the memory limit is reason "oom".
    */
   exit(key: string, exit: ProcessExit): { exit: ProcessExit; oom: boolean } {
+    if (!this.sandbox) return { exit, oom: false };
     const scope = this.scopes.get(key);
-    if (!scope || !this.sandbox) return { exit, oom: false };
-    const oom = this.sandbox.limits.oomKilled(scope.id);
+    // Ended before its exit came (a kill with no grace): what end() saw of the memory limit.
+    const oom = scope ? this.sandbox.limits.oomKilled(scope.id) : (this.endedOom.get(key) ?? false);
+    this.endedOom.delete(key);
     const code = exit.exitCode;
     if (code !== null && code > 128 && SIGNAL_NAMES.has(code - 128)) {
       return { exit: { exitCode: null, signal: SIGNAL_NAMES.get(code - 128) ?? null }, oom };
@@ -230,6 +236,9 @@ export class Isolation {
     scope.network?.close();
     if (this.sandbox) {
       const limits = this.sandbox.limits;
+      // Read before the groups go: the exit may come after this (exit() takes it then).
+      this.endedOom.set(key, limits.oomKilled(scope.id));
+      if (this.endedOom.size > ENDED_KEPT) this.endedOom.delete(this.endedOom.keys().next().value as string);
       void limits.end(scope.id).catch((error: unknown) => log.warn("session.limits", { key, outcome: "end_failed", error }));
     }
   }

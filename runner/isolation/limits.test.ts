@@ -51,6 +51,14 @@ describe("the v2 layout", () => {
     expect(readFileSync(join(session, "memory.swap.max"), "utf8")).toBe("0");
     expect(readFileSync(join(session, "pids.max"), "utf8")).toBe("64");
     expect(readFileSync(join(session, "cpu.max"), "utf8")).toBe("50000 100000");
+    // The sessions together weigh one process's share per session against the host's others.
+    const weights = () => [join(root, "ptybroker"), run].map((folder) => readFileSync(join(folder, "cpu.weight"), "utf8"));
+    expect(weights()).toEqual(["100", "100"]);
+    mkdirSync(join(run, "cd34"));
+    limits.open("cd34", "t2", { memoryMiB: 64, pids: 8, cpus: 1 }, join(run, "cd34"));
+    expect(weights()).toEqual(["200", "200"]);
+    await limits.end("cd34");
+    expect(weights()).toEqual(["100", "100"]);
 
     expect(limits.oomKilled("ab12")).toBe(false); // no memory.events yet
     writeFileSync(join(session, "memory.events"), "low 0\nhigh 0\nmax 3\noom 1\noom_kill 0\n");

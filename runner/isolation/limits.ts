@@ -90,14 +90,45 @@ interface Group {
   oomName: string;
 }
 
+/** Where the run's CPU weight is written, per layout: the file, its default per session, its range. */
+const WEIGHT = {
+  v1: { file: "cpu.shares", perSession: 1024, min: 2, max: 262_144 },
+  v2: { file: "cpu.weight", perSession: 100, min: 1, max: 10_000 },
+} as const;
+
 export class Limits {
   private readonly groups = new Map<string, Group>();
+  /** The cpu folders whose weight follows the number of sessions: `ptybroker` and this run's. */
+  private readonly weighted: string[];
 
   private constructor(
     readonly layout: LimitsLayout,
     /** v1: this run's folder in each controller's hierarchy */
     private readonly v1Runs: Record<Controller, string> | null,
-  ) {}
+    v2Run: string | null,
+  ) {
+    const run = v1Runs ? v1Runs.cpu : (v2Run as string);
+    this.weighted = [join(run, ".."), run];
+  }
+
+  /**
+   * The sessions, together, weigh against the host's other processes (the runner, its log, any
+   * service) what their processes would without cgroups, one process each: a session's share
+   * times the number of sessions. Left at one share, every session of the host shared one
+   * process's CPU under load (300 printing sessions took 5× as long). Inside, tenants weigh the
+   * same, and a tenant's forks add nothing to its weight.
+   */
+  private weigh(): void {
+    const { file, perSession, min, max } = WEIGHT[this.layout];
+    const weight = String(Math.min(max, Math.max(min, perSession * Math.max(1, this.groups.size))));
+    for (const folder of this.weighted) {
+      try {
+        write(join(folder, file), weight);
+      } catch {
+        // A hierarchy that does not let us (delegated, read-only): the default weight stays.
+      }
+    }
+  }
 
   /**
    * The layout this host offers, or throws saying what is missing (a sandboxed runner does not
@@ -113,7 +144,7 @@ export class Limits {
         folder = part ? join(folder, part) : folder;
         write(join(folder, "cgroup.subtree_control"), CONTROLLERS.map((c) => `+${c}`).join(" "));
       }
-      return new Limits("v2", null);
+      return new Limits("v2", null, v2Run);
     }
     const v1 = cgroupV1Mounts(mounts);
     const missing = CONTROLLERS.filter((c) => !v1[c]);
@@ -127,7 +158,7 @@ export class Limits {
       runs[c] = join(root, runName);
       makeCgroup(runs[c]);
     }
-    return new Limits("v1", runs);
+    return new Limits("v1", runs, null);
   }
 
   /**
@@ -145,6 +176,7 @@ export class Limits {
       write(join(v2Cgroup, "pids.max"), String(limits.pids));
       write(join(v2Cgroup, "cpu.max"), `${quota} ${CPU_PERIOD_US}`);
       this.groups.set(id, { paths: [], oomFile: join(v2Cgroup, "memory.events"), oomName: "oom_kill" });
+      this.weigh();
       return [];
     }
     const runs = this.v1Runs as Record<Controller, string>;
@@ -163,6 +195,7 @@ export class Limits {
     write(join(paths.cpu, "cpu.cfs_period_us"), String(CPU_PERIOD_US));
     write(join(paths.cpu, "cpu.cfs_quota_us"), quota);
     this.groups.set(id, { paths: Object.values(paths), oomFile: join(paths.memory, "memory.oom_control"), oomName: "oom_kill" });
+    this.weigh();
     return CONTROLLERS.map((c) => join(paths[c], "cgroup.procs"));
   }
 
@@ -177,6 +210,7 @@ export class Limits {
     const group = this.groups.get(id);
     if (!group) return;
     this.groups.delete(id);
+    this.weigh();
     await Promise.all(group.paths.map((path) => endCgroup(path)));
   }
 
