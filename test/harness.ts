@@ -4,7 +4,7 @@
 // (deadline-bound polling), processes.ts (/proc), stack-kit.ts (stacks of a suite's own),
 // cleanup.ts (a suite's teardown) and shared-stack.ts (a suite on the shared stack).
 export { Api, type ApiResponse, fetchOutput } from "./rest-client.js";
-export { type OutputFrame, TermClient, type TermClientOptions, type TimelineEntry } from "./term-client.js";
+export { type OutputFrame, TermClient, type TermClientOptions, type TimelineEntry, shellOutput } from "./term-client.js";
 export { EventStreamClient, type SseMessage, SseClient, tenantEvents } from "./event-stream.js";
 export { line, renderScreen, sha256, stripEscapes } from "./terminal-text.js";
 export { until } from "./waits.js";

@@ -21,6 +21,7 @@ import {
   hostPid,
   onSharedStack,
   until,
+  shellOutput,
 } from "./harness.js";
 
 const suite = onSharedStack({ clients: "close" });
@@ -47,22 +48,8 @@ async function shell(api: Api, edgeUrl = url): Promise<{ id: string; pid: number
   return { id: s.id, pid: s.pid as number, client };
 }
 
-let marks = 0;
-
-/**
- * What `command` prints in the session, exactly (lines joined with \n). It is typed between two
- * markers the shell computes, so that the echo of the typed line never matches them.
- */
-async function run(client: TermClient, command: string, deadlineMs?: number): Promise<string> {
-  const n = 1000 + ++marks;
-  const begin = `@@${n}<\r\n`;
-  const end = `@@${n}>\r\n`;
-  client.send(`echo "@@$((${n}))<"; ${command}; echo "@@$((${n}))>"\n`);
-  await client.waitForOutput(end, deadlineMs);
-  const text = client.text;
-  const from = text.lastIndexOf(begin) + begin.length;
-  return text.slice(from, text.lastIndexOf(end)).replaceAll("\r\n", "\n");
-}
+/** What `command` prints in the session (test/term-client.ts, shellOutput). */
+const run = shellOutput;
 
 
 

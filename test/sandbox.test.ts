@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedis } from "./redis-server.js";
-import { Api, SuiteCleanup, TermClient, alive, hostPid, startSuiteStack, until } from "./harness.js";
+import { Api, SuiteCleanup, TermClient, alive, hostPid, shellOutput, startSuiteStack, until } from "./harness.js";
 
 const cleanup = new SuiteCleanup();
 const scratch = mkdtempSync(join(tmpdir(), "ptybroker-sandbox-test-"));
@@ -51,18 +51,8 @@ async function shell(api: Api, body: Record<string, unknown> = {}): Promise<{ id
   return { id: s.id, client };
 }
 
-let marks = 0;
-
-/** What `command` prints in the session, exactly (between two markers the shell computes). */
-async function run(client: TermClient, command: string, deadlineMs = 20_000): Promise<string> {
-  const n = 2000 + ++marks;
-  const begin = `@@${n}<\r\n`;
-  const end = `@@${n}>\r\n`;
-  client.send(`echo "@@$((${n}))<"; ${command}; echo "@@$((${n}))>"\n`);
-  await client.waitForOutput(end, deadlineMs);
-  const text = client.text;
-  return text.slice(text.lastIndexOf(begin) + begin.length, text.lastIndexOf(end)).replaceAll("\r\n", "\n");
-}
+/** What `command` prints in the session (test/term-client.ts, shellOutput). */
+const run = shellOutput;
 
 /** Whether a TCP connect from the session to host:port succeeds ("open") or not ("refused"). */
 function probe(host: string, port: number): string {

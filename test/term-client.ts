@@ -277,3 +277,21 @@ export class TermClient {
     return this.closed;
   }
 }
+
+let marks = 0;
+
+/**
+ * What `command` prints in the session's shell (a bash at its prompt), exactly, lines joined
+ * with \n. It is typed between two markers the shell computes, so that the echo of the typed
+ * line never matches them.
+ */
+export async function shellOutput(client: TermClient, command: string, deadlineMs?: number): Promise<string> {
+  const n = 1000 + ++marks;
+  const begin = `@@${n}<\r\n`;
+  const end = `@@${n}>\r\n`;
+  client.send(`echo "@@$((${n}))<"; ${command}; echo "@@$((${n}))>"\n`);
+  await client.waitForOutput(end, deadlineMs);
+  const text = client.text;
+  return text.slice(text.lastIndexOf(begin) + begin.length, text.lastIndexOf(end)).replaceAll("\r\n", "\n");
+}
+

@@ -5,7 +5,7 @@
 // (launch.ts), what holds its processes (containment.ts), and, for a login bash, the shell
 // integration it starts with (runner/agent/shell-integration.ts).
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { constants } from "node:os";
 import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
@@ -18,7 +18,7 @@ import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
 import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
-import { stateFolder } from "./run-record.js";
+import { deadRunFolders, stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
@@ -98,7 +98,7 @@ export class Isolation {
     if (sandboxed && bwrap && setpriv && tools) {
       const runName = `${process.pid}_${randomBytes(4).toString("hex")}`;
       const sandboxes = join(stateFolder(config.workspace, isRoot), "sandbox");
-      removeDeadRuns(sandboxes);
+      for (const dead of deadRunFolders(sandboxes)) rmSync(dead, { recursive: true, force: true });
       const folder = join(sandboxes, runName);
       mkdirSync(folder, { recursive: true, mode: 0o700 });
       const limits = await Limits.start(runName, containment.runCgroup);
@@ -266,20 +266,6 @@ export function sessionLimits(asked: Partial<SessionLimits> | undefined, default
 /** The tenant's cgroup (its sessions share one CPU weight): as opaque as its user's name. */
 function tenantGroup(tenant: string): string {
   return tenantUserName(tenant).replace(/^ptyb-/, "t");
-}
-
-/** Removes the fifo folders of runs whose runner is gone (`<runner pid>_<random>`, as limits.ts names them). */
-function removeDeadRuns(folder: string): void {
-  let names: string[] = [];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const pid = /^(\d+)_[0-9a-f]+$/.exec(name)?.[1];
-    if (pid && !existsSync(`/proc/${pid}`)) rmSync(join(folder, name), { recursive: true, force: true });
-  }
 }
 
 /** The integration file, written now; null (sessions start without it, as `bash -l`) if it cannot be. */

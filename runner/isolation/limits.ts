@@ -12,10 +12,11 @@
 //   `<mount>/ptybroker/<run>/<tenant group>/<session group>`, that its first process joins
 //   before anything of the session runs (launch.ts), beside its containment cgroup.
 // Group names are opaque (sandbox.ts's ids): nothing in them names a tenant or a session.
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { SessionLimits } from "../../shared/session.js";
 import { cgroup2Mount, endCgroup, makeCgroup } from "./cgroup.js";
+import { deadRunFolders } from "./run-record.js";
 
 export type { SessionLimits };
 
@@ -62,23 +63,6 @@ function readCounter(file: string, name: string): number {
     return match ? Number(match[1]) : 0;
   } catch {
     return 0;
-  }
-}
-
-/**
- * Ends the groups of runs whose runner is gone (a crash leaves them; their processes were ended
- * with their containment cgroups, run-record.ts): run folders are named `<runner pid>_<random>`.
- */
-async function endDeadRuns(root: string): Promise<void> {
-  let names: string[] = [];
-  try {
-    names = readdirSync(root);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const pid = /^(\d+)_[0-9a-f]+$/.exec(name)?.[1];
-    if (pid && !existsSync(`/proc/${pid}`)) await endCgroup(join(root, name));
   }
 }
 
@@ -154,7 +138,9 @@ export class Limits {
     const runs = {} as Record<Controller, string>;
     for (const c of CONTROLLERS) {
       const root = join(v1[c] as string, "ptybroker");
-      await endDeadRuns(root);
+      // Groups of runs whose runner is gone (a crash leaves them; their processes were ended with
+      // their containment cgroups, run-record.ts).
+      for (const dead of deadRunFolders(root)) await endCgroup(dead);
       runs[c] = join(root, runName);
       makeCgroup(runs[c]);
     }

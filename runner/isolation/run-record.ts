@@ -5,7 +5,7 @@
 // there is none, its sessions' leaders (terminal session ids). A runner that starts ends the
 // leftovers of every record whose runner is dead, and only those: runners that share a
 // workspace never end each other's live sessions.
-import { chmodSync, chownSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { log } from "../../shared/log.js";
 import { endCgroup } from "./cgroup.js";
@@ -142,3 +142,21 @@ export async function endLeftovers(folder: string, cgroupRoot: string | null): P
     }
   }
 }
+
+/**
+ * The folders in `folder` named after a run of a runner that is gone (`<runner pid>_<random hex>`,
+ * as the sandbox names its per-run folders and cgroups) and whose pid no longer runs.
+ */
+export function deadRunFolders(folder: string): string[] {
+  let names: string[] = [];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return [];
+  }
+  return names.filter((name) => {
+    const pid = /^(\d+)_[0-9a-f]+$/.exec(name)?.[1];
+    return pid !== undefined && !existsSync(`/proc/${pid}`);
+  }).map((name) => join(folder, name));
+}
+
