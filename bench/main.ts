@@ -16,7 +16,7 @@ import { idleCostRows } from "./rows/idle-cost.js";
 import { lagRows } from "./rows/lag.js";
 import { peerRows } from "./rows/peer.js";
 import { execRows, pipeFloodRows } from "./rows/processes.js";
-import type { BenchConfig, Row } from "./rows/row.js";
+import { type BenchConfig, type Row, failedRow } from "./rows/row.js";
 import { sandboxRows } from "./rows/sandbox.js";
 import { scaleRows } from "./rows/scale.js";
 import { type EchoSamples, echoRows, fanOutRows, interruptRows, replayRows, throughputRows } from "./rows/terminal.js";
@@ -56,13 +56,22 @@ const wanted = (row: number) => !only || only.has(row);
 const progress = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 const rows: Row[] = [];
+// A row that throws is in the table as failed, with its error: the rows after it still run.
+const guarded = async (n: number, what: string, measure: () => Promise<Row[]>) => {
+  try {
+    rows.push(...(await measure()));
+  } catch (error) {
+    progress(`row ${n} failed: ${error instanceof Error ? error.message : String(error)}`);
+    rows.push(failedRow(n, what, error));
+  }
+};
 
 const started = new Date();
 const scaleOptions = scaleStackOptions(config.sessions);
 
 // Row 5 first, on a stack of its own: memory per session needs a fresh runner and workerd,
 // before any flood has grown their heaps.
-if (wanted(5)) rows.push(...(await scaleRows(config, scaleOptions, progress)));
+if (wanted(5)) await guarded(5, "500 idle bash sessions", () => scaleRows(config, scaleOptions, progress));
 
 const stack = await startBenchStack({
   vars: { ...scaleOptions.vars, MAX_CLIENTS_PER_SESSION: "64" },
@@ -73,34 +82,38 @@ try {
   // Row 6 compares with rows 1 and 2: their samples, empty when they did not run.
   let echoOurs: EchoSamples = { p50: [], p99: [] };
   if (wanted(1)) {
-    const echo = await echoRows(stack, config, progress);
-    rows.push(...echo.rows);
-    echoOurs = echo.ours;
+    await guarded(1, "keystroke echo", async () => {
+      const echo = await echoRows(stack, config, progress);
+      echoOurs = echo.ours;
+      return echo.rows;
+    });
   }
   let ourMBps: number[] = [];
   if (wanted(2)) {
-    const flood = await throughputRows(stack, config, progress);
-    rows.push(...flood.rows);
-    ourMBps = flood.ours;
+    await guarded(2, "throughput, one viewer", async () => {
+      const flood = await throughputRows(stack, config, progress);
+      ourMBps = flood.ours;
+      return flood.rows;
+    });
   }
-  if (wanted(3)) rows.push(...(await fanOutRows(stack, config, progress)));
-  if (wanted(4)) rows.push(...(await replayRows(stack, config, progress)));
-  if (wanted(6)) rows.push(...(await peerRows(config, echoOurs, ourMBps, progress)));
-  if (wanted(7)) rows.push(...(await interruptRows(stack, config, progress)));
-  if (wanted(9)) rows.push(...(await runRows(stack, config, progress)));
-  if (wanted(10)) rows.push(...(await expectRows(stack, config, progress)));
-  if (wanted(11)) rows.push(...(await attachRows(stack, config, progress)));
-  if (wanted(13)) rows.push(...(await execRows(stack, config, progress)));
-  if (wanted(14)) rows.push(...(await pipeFloodRows(stack, config, progress)));
+  if (wanted(3)) await guarded(3, "fan-out", () => fanOutRows(stack, config, progress));
+  if (wanted(4)) await guarded(4, "replay 8 MiB", () => replayRows(stack, config, progress));
+  if (wanted(6)) await guarded(6, "peer: WeTTY", () => peerRows(config, echoOurs, ourMBps, progress));
+  if (wanted(7)) await guarded(7, "`yes` flood, Ctrl+C", () => interruptRows(stack, config, progress));
+  if (wanted(9)) await guarded(9, "run", () => runRows(stack, config, progress));
+  if (wanted(10)) await guarded(10, "expect", () => expectRows(stack, config, progress));
+  if (wanted(11)) await guarded(11, "attach", () => attachRows(stack, config, progress));
+  if (wanted(13)) await guarded(13, "exec", () => execRows(stack, config, progress));
+  if (wanted(14)) await guarded(14, "floods at a framed client", () => pipeFloodRows(stack, config, progress));
 } finally {
   await stack.stop();
 }
 
 // Row 12 on a stack of its own: a lag bound small enough that paused viewers skip many times.
-if (wanted(12)) rows.push(...(await lagRows(config, scaleOptions.runnerEnv, progress)));
+if (wanted(12)) await guarded(12, "fan-out with lagging viewers", () => lagRows(config, scaleOptions.runnerEnv, progress));
 
 // Row 8 on a stack of its own, at LOG_LEVEL=debug: the edge says each time it wakes a session.
-if (wanted(8)) rows.push(...(await idleCostRows(config, progress)));
+if (wanted(8)) await guarded(8, "idle session wake-ups", () => idleCostRows(config, progress));
 
 // Rows 15–16 on a stack of their own: two runners, unsandboxed and sandboxed. A row that fails is
 // in the table as failed, with its error; it stops neither the others nor the table.

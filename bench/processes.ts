@@ -56,22 +56,28 @@ export function floodScript(bytes: number, split: boolean): string {
  * a line of input, so the clock starts when the input goes and stops when the last byte is in.
  */
 export async function sessionFlood(stack: BenchStack, bytes: number, pty: boolean, split = false): Promise<number> {
-  // A terminal would echo the line typed to start it: echo is off there, so only the flood arrives.
-  const script = `${pty ? "stty -echo; " : ""}read go; ${floodScript(bytes, split)}`;
+  // A terminal would echo the line typed to start it: echo is off there, and the script says so
+  // with one byte ("#") before it reads the line, so only that byte and the flood arrive (typing
+  // before it, the line could come before `stty -echo` and be echoed).
+  const script = `${pty ? "stty -echo; " : ""}printf '#'; read go; ${floodScript(bytes, split)}`;
   const session = await stack.api.create({ pty, command: "/bin/sh", args: ["-c", script] });
   const term = await stackTerm(stack, session.id);
   try {
-    const done = new Promise<number>((resolve) => {
-      const off = term.onData(() => {
-        if (term.received < bytes) return;
-        off();
-        resolve(performance.now());
+    const waitFor = (count: number) =>
+      new Promise<number>((resolve) => {
+        if (term.received >= count) return resolve(performance.now());
+        const off = term.onData(() => {
+          if (term.received < count) return;
+          off();
+          resolve(performance.now());
+        });
       });
-    });
+    await waitFor(1);
+    const done = waitFor(bytes + 1);
     const started = performance.now();
     term.send("\n");
     const ended = await done;
-    if (term.received !== bytes) throw new Error(`received ${term.received} of ${bytes}`);
+    if (term.received !== bytes + 1) throw new Error(`received ${term.received - 1} of ${bytes}`);
     return bytes / 1e6 / ((ended - started) / 1000);
   } finally {
     await term.close();

@@ -40,3 +40,9 @@ export type Progress = (message: string) => void;
 
 export const median = (xs: number[]) => percentile(xs, 50);
 export const fmt = (xs: number[], digits = 1, unit = "") => `${medianRange(xs, digits)}${unit}`;
+
+/** A row that could not be measured: its error where the numbers would be. */
+export function failedRow(n: number, what: string, error: unknown): Row {
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0].replaceAll("|", "\\|").slice(0, 300);
+  return { n, what, ours: `failed: ${message}`, baseline: "", ratio: "", target: "", met: false };
+}

@@ -6,13 +6,7 @@
 // run: the table is never lost to one row.
 import { execTrueTrips, firstPromptTrips, neighbourEcho, type SandboxStack, startSandboxStack } from "../sandbox.js";
 import { percentile } from "../stats.js";
-import { type BenchConfig, type Progress, type Row, fmt, median } from "./row.js";
-
-/** A row that could not be measured: its error where the numbers would be. */
-export function failedRow(n: number, what: string, error: unknown): Row {
-  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0].replaceAll("|", "\\|").slice(0, 300);
-  return { n, what, ours: `failed: ${message}`, baseline: "", ratio: "", target: "", met: false };
-}
+import { type BenchConfig, type Progress, type Row, failedRow, fmt, median } from "./row.js";
 
 /** The sandboxed variants of row 15, each against the unsandboxed runner. */
 const VARIANTS = [
