@@ -192,7 +192,12 @@ export class Api {
   }
 }
 
-/** Everything `GET .../output` holds from `from`, following `X-Offset-To` across responses. */
+/**
+ * Everything `GET .../output` holds from `from`, following `X-Offset-To` across responses. The
+ * first page may start after `from` (history trimmed: the answer's `from` says where it starts);
+ * every later page must start exactly where the one before ended, so a hole in the middle of the
+ * log throws instead of being joined over.
+ */
 export async function fetchOutput(
   api: Api,
   id: string,
@@ -211,9 +216,13 @@ export async function fetchOutput(
     const bytes = Buffer.from(await res.arrayBuffer());
     const got = { from: Number(res.headers.get("x-offset-from")), to: Number(res.headers.get("x-offset-to")) };
     if (got.to - got.from !== bytes.byteLength) throw new Error(`headers ${JSON.stringify(got)} vs ${bytes.length} bytes`);
+    if (start !== undefined && got.from !== cursor) {
+      throw new Error(`output of ${id}: the page after ${cursor} started at ${got.from} (a hole in the log)`);
+    }
     start ??= got.from;
     parts.push(bytes);
-    if (got.to >= session.offset || bytes.byteLength === 0) return { from: start, to: got.to, bytes: Buffer.concat(parts) };
+    if (got.to >= session.offset) return { from: start, to: got.to, bytes: Buffer.concat(parts) };
+    if (bytes.byteLength === 0) throw new Error(`output of ${id}: nothing after ${got.to}, though the session is at ${session.offset}`);
     cursor = got.to;
   }
 }
