@@ -124,16 +124,26 @@ export class EventStreamClient {
   }
 }
 
-/** A session's output stream (`GET /v1/sessions/:id/stream`): its `data` events' bytes, in order. */
+/**
+ * A session's output stream (`GET /v1/sessions/:id/stream`): its `data` events' bytes, in order.
+ * Each `data`/`stderr` event must start where the one before ended (its `id` is the offset after
+ * it), unless a `gap` or `screen` event said where output goes on: anything else is a hole,
+ * recorded in `offsetErrors`, and `bytes` refuses to join over it.
+ */
 export class SseClient extends EventStreamClient {
   private chunks: Buffer[] = [];
+  /** Events whose offset did not continue the output before them: must stay empty. */
+  readonly offsetErrors: string[] = [];
+  /** Offset the next output event must start at; unknown before the first. */
+  private nextOffset: number | undefined;
 
   constructor(url: string, sessionId: string, key: string, options: { lastEventId?: string; query?: string } = {}) {
     super(url, `/v1/sessions/${sessionId}/stream${options.query ? `?${options.query}` : ""}`, key, options);
   }
 
-  /** The bytes of the `data` events (a terminal's output, or stdout), in order. */
+  /** The bytes of the `data` events (a terminal's output, or stdout), in order; throws over a hole. */
   get bytes(): Buffer {
+    if (this.offsetErrors.length > 0) throw new Error(`stream output has holes: ${this.offsetErrors.join("; ")}`);
     if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
     return this.chunks[0] ?? Buffer.alloc(0);
   }
@@ -147,7 +157,23 @@ export class SseClient extends EventStreamClient {
 
   protected override received(message: SseMessage): void {
     super.received(message);
-    if (message.event === "data") this.chunks.push(Buffer.from(message.data, "base64"));
+    if (message.event === "gap") {
+      const gap = JSON.parse(message.data) as { from: number; to: number };
+      if (this.nextOffset !== undefined && gap.from !== this.nextOffset) {
+        this.offsetErrors.push(`gap from ${gap.from}, but output had reached ${this.nextOffset}`);
+      }
+      this.nextOffset = gap.to;
+    } else if (message.event === "screen") {
+      this.nextOffset = Number(message.id);
+    } else if (message.event === "data" || message.event === "stderr") {
+      const data = Buffer.from(message.data, "base64");
+      const start = Number(message.id) - data.byteLength;
+      if (this.nextOffset !== undefined && start !== this.nextOffset) {
+        this.offsetErrors.push(`expected output at ${this.nextOffset}, got ${start}`);
+      }
+      this.nextOffset = Number(message.id);
+      if (message.event === "data") this.chunks.push(data);
+    }
   }
 }
 
