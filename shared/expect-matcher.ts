@@ -16,10 +16,10 @@ export const EXPECT_WINDOW_CHARS = 65536;
 export const MAX_EXPECT_PATTERN_CHARS = 4096;
 /**
  * `expect`: the largest compiled program (RE2 instructions) a pattern may have. A search costs at
- * worst the window times this (about 150 ms for a full window at 128, measured in
- * docs/security.md, "Fair share"); the prompts, errors and counters agents wait for are 5 to 70.
+ * worst the window times this: about 80 ms for a full window at 64 (docs/security.md, "Fair
+ * share"); the prompts, errors and counters agents wait for compile to 5 to 40.
  */
-export const MAX_EXPECT_PROGRAM = 128;
+export const MAX_EXPECT_PROGRAM = 64;
 
 /**
  * What the lazy DFA of one pattern may keep between searches (its own accounting, bytes). It
@@ -54,6 +54,12 @@ interface Found {
 
 type Finder = (text: string) => Found | null;
 
+/** A pattern ready to search: its finder and its program size (1 for a literal found with indexOf). */
+interface Compiled {
+  find: Finder;
+  size: number;
+}
+
 /** Waits for a pattern in a session's output from an offset. */
 export class ExpectMatcher {
   /** Returns an error message for a bad pattern/flags (for a 400), or null. */
@@ -62,7 +68,15 @@ export class ExpectMatcher {
     return typeof compiled === "string" ? compiled : null;
   }
 
+  /** The program size of a valid pattern: what one search costs per unit of window (1 for a plain literal). */
+  static programSize(pattern: string, literal: boolean, flags: string): number {
+    const compiled = compile(pattern, literal, flags);
+    if (typeof compiled === "string") throw new Error(compiled);
+    return compiled.size;
+  }
+
   private readonly find: Finder;
+  private readonly size: number;
   private readonly limit: number;
   private readonly stripper: TextStripper;
   private readonly from: number;
@@ -75,6 +89,7 @@ export class ExpectMatcher {
   /** Whether the window has been searched since it last changed. */
   private searched = false;
   private found: ExpectMatch | null = null;
+  private lastCost = 0;
 
   constructor(options: { pattern: string; literal: boolean; flags: string; from: number; windowChars?: number }) {
     const { pattern, literal, flags, from } = options;
@@ -82,7 +97,8 @@ export class ExpectMatcher {
     if (typeof compiled === "string") throw new Error(compiled);
     const limit = options.windowChars ?? EXPECT_WINDOW_CHARS;
     if (!Number.isInteger(limit) || limit < 2) throw new RangeError("windowChars: an integer of at least 2");
-    this.find = compiled;
+    this.find = compiled.find;
+    this.size = compiled.size;
     this.limit = limit;
     this.from = from;
     this.stripper = new TextStripper(from);
@@ -91,6 +107,14 @@ export class ExpectMatcher {
   /** Raw offset up to which output has been fed. */
   get offset(): number {
     return this.stripper.offset;
+  }
+
+  /**
+   * What the last push's search could cost at worst: the window's UTF-16 units times the
+   * pattern's program size (RE2's time is linear in both); 0 when it searched nothing.
+   */
+  get searchCost(): number {
+    return this.lastCost;
   }
 
   /** UTF-16 units of text kept (never more than `windowChars`; for tests). */
@@ -109,12 +133,14 @@ export class ExpectMatcher {
    * later push returns the same match and feeds nothing.
    */
   push(offset: number, bytes: Uint8Array): ExpectMatch | null {
+    this.lastCost = 0;
     if (this.found !== null) return this.found;
     const skip = this.offset - offset;
     if (skip < 0) throw new RangeError(`expect: output at ${offset} leaves a hole after ${this.offset}`);
     if (skip < bytes.length) this.append(this.stripper.push(skip > 0 ? bytes.subarray(skip) : bytes));
     if (!this.searched) {
       this.searched = true;
+      this.lastCost = this.text.length * this.size;
       this.found = this.search();
     }
     return this.found;
@@ -176,7 +202,7 @@ export class ExpectMatcher {
 // ─── The engine ───────────────────────────────────────────────────────────────────────────────
 
 /** The search for a pattern, or the reason it is refused (`pattern: ...`, `flags: ...`). */
-function compile(pattern: string, literal: boolean, flags: string): Finder | string {
+function compile(pattern: string, literal: boolean, flags: string): Compiled | string {
   if (pattern.length === 0) return "pattern: must not be empty";
   if (pattern.length > MAX_EXPECT_PATTERN_CHARS) return `pattern: longer than ${MAX_EXPECT_PATTERN_CHARS} characters`;
   let bits = 0;
@@ -188,7 +214,7 @@ function compile(pattern: string, literal: boolean, flags: string): Finder | str
     bits |= bit;
   }
   // A literal is found with indexOf, not the engine: only a case-insensitive one needs folding.
-  if (literal && (bits & RE2JS.CASE_INSENSITIVE) === 0) return (text) => findLiteral(text, pattern);
+  if (literal && (bits & RE2JS.CASE_INSENSITIVE) === 0) return { find: (text) => findLiteral(text, pattern), size: 1 };
   const source = literal ? RE2JS.quote(pattern) : pattern;
   if (estimatedProgram(source) > MAX_ESTIMATED_PROGRAM) return tooLarge(`more than ${MAX_ESTIMATED_PROGRAM}`);
   let re: RE2JS;
@@ -199,7 +225,7 @@ function compile(pattern: string, literal: boolean, flags: string): Finder | str
   }
   const size = re.programSize();
   if (size > MAX_EXPECT_PROGRAM) return tooLarge(String(size));
-  return (text) => findPattern(re, text);
+  return { find: (text) => findPattern(re, text), size };
 }
 
 /** The first occurrence of a literal that does not split a surrogate pair (as RE2 never would). */
@@ -303,7 +329,7 @@ function estimatedProgram(source: string): number {
       }
       const min = Number(repeat[1]);
       const max = repeat[2] === undefined ? min : repeat[3] === "" ? min + 1 : Number(repeat[3]);
-      const copies = Math.min(max, 1000);
+      const copies = max > 1000 || min > max ? 1 : max; // RE2 refuses these itself, before expanding
       group.total += group.last * (copies - 1) + copies;
       group.last *= copies;
       i += repeat[0].length;
