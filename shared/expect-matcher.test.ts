@@ -240,11 +240,18 @@ describe("ExpectMatcher", () => {
     expect(find("é$", "")).toBe("é");
     expect(find("^.té$", "m")).toBe("Été");
     expect(find("^.té$", "mu")).toBe("Été");
+    // Case folding is Unicode's with or without u (JavaScript's /k/i alone does not find the Kelvin sign).
+    expect(matcher("kelvin", { flags: "i" }).push(0, bytes("0 \u212Aelvin"))).toMatchObject({ match: "\u212Aelvin", start: 2, end: 10 });
+    // Flags may also be set inside the pattern, RE2's way.
+    expect(find("(?i)second LINE$", "m")).toBe("second line");
+    expect(find("(?s:LINE.)second", "")).toBe("LINE\nsecond");
     expect(matcher("first", { literal: true, flags: "i" }).push(0, bytes(text))).toMatchObject({ match: "First", start: 0, end: 5 });
   });
 
   it("finds literals without the engine: the first occurrence, metacharacters as themselves", () => {
     const long = "[y/N]? ".repeat(585); // 4095 characters, far beyond what the engine takes
+    expect(ExpectMatcher.programSize(long, true, "")).toBe(1);
+    expect(ExpectMatcher.validate(long, true, "i")).toMatch(/^pattern: too large/); // folding case takes the engine
     const m = matcher(long, { literal: true });
     expect(m.push(0, bytes("> " + long))).toEqual({ match: long, groups: [], start: 2, end: 2 + long.length });
     expect(matcher("a+b", { literal: true }).push(0, bytes("aab a+b a+b"))).toEqual({ match: "a+b", groups: [], start: 4, end: 7 });

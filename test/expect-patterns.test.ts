@@ -79,6 +79,44 @@ describe("expect patterns run in linear time (RE2)", () => {
     expect(found).toEqual({ matched: true, match: LINE, groups: ["a"], start: 0, end: LINE.length });
   });
 
+  it("keeps a costly pattern over a 4 MiB replay from holding the edge: matched in turns, a few such expects per session", async () => {
+    // Lines of 27 random characters and a pattern that wants 28 before a line break: nothing
+    // matches, and RE2's DFA meets a new state at nearly every character (its slowest case, about
+    // 1 µs a character), over and over, as the replay hands the output over in small chunks.
+    const s = await suite.session({ command: "/bin/sh", args: ["-c", "head -c 3100000 /dev/urandom | base64 -w 27; exec cat"] });
+    const offset = await until(async () => {
+      const at = (await api.get(s.id)).offset;
+      return at >= 4_250_000 ? at : undefined;
+    }, 30_000, "4 MiB of output");
+    const viewer = await viewerOf(s.id);
+    const other = await suite.session({ command: "/bin/cat" }, globex);
+    const probe = async () => {
+      const at = performance.now();
+      expect((await globex.request("GET", `/v1/sessions/${other.id}`)).status).toBe(200);
+      return performance.now() - at;
+    };
+    const pattern = "[a-z][^\\n]{28}\\n"; // 32 instructions: four fit in a session's 128
+    const at = performance.now();
+    let answered = 0;
+    const answers = Array.from({ length: 16 }, () =>
+      viewer.expectRequest(s.id, { pattern, from: 0, timeoutSec: 1 }).finally(() => answered++),
+    );
+    const during: number[] = [];
+    while (answered < 16) during.push(await probe());
+    const results = await Promise.all(answers);
+    const tookMs = performance.now() - at;
+    console.info(`16 expects of ${pattern} over ${offset} bytes: ${Math.round(tookMs)} ms; globex GET during: ${Math.round(Math.max(...during))} ms at most`);
+    const waited = results.filter((r) => r.status === 200);
+    expect(waited).toHaveLength(4);
+    for (const r of waited) expect(r.body).toEqual({ matched: false, reason: "timeout", offset: expect.any(Number) });
+    for (const r of results.filter((r) => r.status !== 200)) {
+      expect(r.status).toBe(429);
+      expect(r.body).toMatchObject({ error: { code: "QUOTA_EXCEEDED", message: expect.stringMatching(/compile to \d+ RE2 instructions together/) } });
+    }
+    expect(tookMs).toBeLessThan(3000);
+    expect(Math.max(...during)).toBeLessThan(1500);
+  });
+
   it("refuses with 400 what RE2 cannot run in linear time, saying why, and what is too large", async () => {
     const { id, viewer } = await lineSession();
     const why = "expect patterns use RE2 syntax and run in linear time";
