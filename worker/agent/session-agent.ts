@@ -7,12 +7,20 @@ import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../
 import { type Failure, fail } from "../../shared/errors.js";
 import type { RunnerLinkMessage, ServerMessage } from "../../shared/protocol.js";
 import { CommandLog } from "./command-log.js";
+import { ExpectMatcher, MAX_EXPECT_PROGRAM } from "../../shared/expect-matcher.js";
 import { ExpectWatch } from "./expect-watch.js";
 import { IdempotencyKeys } from "./idempotency.js";
 import { type CallsPort, LinkCalls } from "../link/link-calls.js";
 import { PromptMarks } from "./prompt-marks.js";
 import type { Subscriber } from "../clients/subscribers.js";
 import type { ExpectQuery, InputAnswer } from "../rpc.js";
+
+/**
+ * The program sizes of one session's waiting expects together (docs/security.md, "Fair share"):
+ * every push searches each one's window, so this bounds what one push of output costs; sixteen
+ * prompt patterns fit, two of the largest do.
+ */
+export const SESSION_EXPECT_PROGRAM = 2 * MAX_EXPECT_PROGRAM;
 
 export class SessionAgent {
   readonly calls: LinkCalls;
@@ -22,6 +30,8 @@ export class SessionAgent {
   readonly marks: PromptMarks;
   /** An ended session's screen does not change: kept once asked for. */
   private endedScreen: ScreenSnapshot | undefined;
+  /** The program sizes of the expects waiting now, together (SESSION_EXPECT_PROGRAM at most). */
+  private waitingProgram = 0;
 
   constructor(
     sql: SqlStorage,
@@ -37,9 +47,20 @@ export class SessionAgent {
   /** Answers when the output from `from` (default: now) matches, the session ends, or time is up. */
   expect(request: ExpectQuery): Promise<ExpectResult | Failure> {
     if (this.port.watchFull()) return Promise.resolve(fail("QUOTA_EXCEEDED", "too many expects at once on this session; try again", 1));
+    const size = ExpectMatcher.programSize(request.pattern, request.literal, request.flags);
+    if (this.waitingProgram + size > SESSION_EXPECT_PROGRAM) {
+      const message =
+        `the expects waiting on this session compile to ${this.waitingProgram} RE2 instructions together; ` +
+        `this one's ${size} would pass ${SESSION_EXPECT_PROGRAM}: try again`;
+      return Promise.resolve(fail("QUOTA_EXCEEDED", message, 1));
+    }
+    this.waitingProgram += size;
     const from = request.from ?? this.port.offset();
     const inCommandLine = this.marks.inCommandLine(from);
-    const watch = new ExpectWatch({ ...request, from, inCommandLine }, (over) => this.port.unwatch(over));
+    const watch = new ExpectWatch({ ...request, from, inCommandLine }, (over) => {
+      this.waitingProgram -= size;
+      this.port.unwatch(over);
+    });
     this.port.watch(watch, watch.cursor);
     return watch.result;
   }
