@@ -39,7 +39,7 @@ export function tenantKeys(tenant: string): [sizes: string, oldest: string, expi
 const EXPIRY_MARGIN_MS = 60_000;
 
 /** Entries a front trim removes at most in one call (the loop comes back for more). */
-const FRONT_TRIM_MAX_ENTRIES = 1024;
+const FRONT_TRIM_MAX_ENTRIES = 256;
 
 /** Lua shared by the stream scripts: an entry's offset and one of its fields. */
 const ENTRY_LUA = `
@@ -56,24 +56,23 @@ local function timeOf(entry) return tonumber(field(entry[2], 't') or '0') or 0 e
  * The retention trim of one stream (OUTPUT_RETAIN_BYTES): the entries that hold bytes at or after
  * ARGV[1] (`end - retainBytes`) stay: the last entry starting at or before that offset is kept if
  * it reaches past it, and everything older goes (XTRIM MINID, exact). Replies {bytes removed,
- * time of the oldest entry left, its offset}, or {0} when nothing goes, for the tenant's count.
+ * time of the oldest entry left (-1: none), the offset the stream now starts at}, or {0} when
+ * nothing goes, for the tenant's count. The bytes removed are counted by offsets (from the first
+ * entry to the first kept), reading three entries, not every one removed: a script that read
+ * them took 2 ms per MiB trimmed (Lua copies each entry's data), a third of the log's append
+ * speed. A hole inside a stream (output a failover lost after it was counted) counts as removed,
+ * which takes that output out of the count too.
  */
 export const RETENTION_TRIM = lua(`${ENTRY_LUA}
 local last = redis.call('XREVRANGE', KEYS[1], ARGV[1] .. '-1', '-', 'COUNT', 1)[1]
 if not last then return {0} end
-local minid = ARGV[1] .. '-0'
-if offsetOf(last[1]) + sizeOf(last) > tonumber(ARGV[1]) then minid = last[1] end
-local removed, from = 0, '-'
-while true do
-  local batch = redis.call('XRANGE', KEYS[1], from, '(' .. minid, 'COUNT', 256)
-  if #batch == 0 then break end
-  for _, entry in ipairs(batch) do removed = removed + sizeOf(entry) end
-  from = '(' .. batch[#batch][1]
-end
-if removed == 0 then return {0} end
-redis.call('XTRIM', KEYS[1], 'MINID', minid)
+local lastEnd = offsetOf(last[1]) + sizeOf(last)
+local minid = lastEnd > tonumber(ARGV[1]) and last[1] or ARGV[1] .. '-0'
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
-return {removed, timeOf(first), offsetOf(first[1])}
+if redis.call('XTRIM', KEYS[1], 'MINID', minid) == 0 then return {0} end
+local kept = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+if not kept then return {lastEnd - offsetOf(first[1]), -1, lastEnd} end
+return {offsetOf(kept[1]) - offsetOf(first[1]), timeOf(kept), offsetOf(kept[1])}
 `);
 
 /**
@@ -88,11 +87,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local excess = tonumber(ARGV[1])
 local floor = ARGV[2] == '' and math.huge or tonumber(ARGV[2])
 local notAfter = ARGV[3] == '+inf' and math.huge or tonumber(ARGV[3])
-local removed, count, start, from = 0, 0, 0, '-'
+-- Batches start small: a trim after an append usually takes one entry, and each entry read is
+-- copied whole into Lua.
+local removed, count, start, from, size = 0, 0, 0, '-', 2
 local function cut(before) if count > 0 then redis.call('XTRIM', KEYS[1], 'MINID', before) end end
 while true do
-  local batch = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', 64)
+  local batch = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', size)
   if #batch == 0 then break end
+  size = math.min(size * 2, 64)
   for _, entry in ipairs(batch) do
     local offset, size, t = offsetOf(entry[1]), sizeOf(entry), timeOf(entry)
     if removed >= excess or offset + size > floor or t > notAfter or count >= ${FRONT_TRIM_MAX_ENTRIES} then
@@ -139,19 +141,19 @@ end
 
 /**
  * An append landed (or a retry changed what the stream holds by ARGV[2] bytes, maybe fewer):
- * ARGV = key, bytes, the chunk's time, the floor ('' = unchanged), the stream's TTL in seconds.
- * The session's and the tenant's counts move together (never below 0), the session enters the
- * order with the chunk's time if it is not in it, its expiry moves on. Replies the tenant's total.
+ * ARGV = key, bytes, the chunk's time, the floor ('' = unchanged), and the stream's TTL in
+ * seconds when the append refreshed it ('' = not this time: redis-log.ts does so once a minute).
+ * The session's and the tenant's counts move together (not clamped: counts and trims may reach
+ * Redis in either order, and the sums come out the same), the session enters the order with the
+ * chunk's time if it is not in it, its expiry moves on with its stream's TTL. Replies the total.
  */
 const ACCOUNT = lua(`${TENANT_LUA}
-local key = ARGV[1]
-local had = tonumber(redis.call('HGET', KEYS[1], key) or '0')
-local delta = math.max(tonumber(ARGV[2]), -had)
+local key, delta = ARGV[1], tonumber(ARGV[2])
 add(key, delta)
 local total = add('total', delta)
-if had + delta > 0 then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], key) end
+if delta > 0 then redis.call('ZADD', KEYS[2], 'NX', ARGV[3], key) end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'floor:' .. key, ARGV[4]) end
-live(key, tonumber(ARGV[5]))
+if ARGV[5] ~= '' then live(key, tonumber(ARGV[5])) end
 return total
 `);
 
@@ -163,9 +165,8 @@ return total
 const SETTLE = lua(`${TENANT_LUA}
 local key = ARGV[1]
 if ARGV[2] == 'gone' then forget(key) return 0 end
-local had = tonumber(redis.call('HGET', KEYS[1], key) or '0')
-local removed = math.min(tonumber(ARGV[2]), had)
-if ARGV[3] == '' then removed = had end
+local removed = tonumber(ARGV[2])
+if ARGV[3] == '' then removed = tonumber(redis.call('HGET', KEYS[1], key) or '0') end
 add(key, -removed)
 add('total', -removed)
 if ARGV[3] == '' then
@@ -216,6 +217,11 @@ return tonumber(redis.call('HGET', KEYS[1], 'total') or '0')
 export class RedisTenantBound {
   readonly trims: TenantTrims;
   private readonly pending = new Set<Promise<unknown>>();
+  /** Counts not sent yet, by session: the appends answered in one turn of the event loop go as one ACCOUNT. */
+  private readonly unsent = new Map<string, { bytes: number; at: number; ttlSec: number | undefined }>();
+  /** Floors of the sessions this runner hosts (OutputLog.hold), sent with each count too. */
+  private readonly floors = new Map<string, number>();
+  private flush: Promise<void> | undefined;
 
   constructor(
     private readonly run: RunScript,
@@ -225,22 +231,55 @@ export class RedisTenantBound {
     this.trims = new TenantTrims(this.store(), bound);
   }
 
-  /** The session's stream now holds `bytes` more (fewer, when negative) from a chunk read at `at`. */
-  added(key: string, bytes: number, at: number, floor: number | undefined, ttlSec: number): void {
-    const tenant = tenantOf(key);
-    this.track(this.tenantScript(ACCOUNT, tenant, [key, bytes, at, floor ?? "", ttlSec]), this.overBound(tenant));
+  /**
+   * The session's stream now holds `bytes` more (fewer, when negative) from a chunk read at `at`;
+   * `ttlSec` when the append refreshed the stream's TTL.
+   */
+  added(key: string, bytes: number, at: number, ttlSec: number | undefined): void {
+    const waiting = this.unsent.get(key);
+    if (waiting) {
+      // The oldest chunk's time stays: it is the session's place in the order.
+      waiting.bytes += bytes;
+      waiting.ttlSec ??= ttlSec;
+      return;
+    }
+    this.unsent.set(key, { bytes, at, ttlSec });
+    this.flush ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.flush = undefined;
+        for (const session of [...this.unsent.keys()]) this.sendCount(session);
+        resolve();
+      }),
+    );
   }
 
-  /** The retention trim removed `removed` bytes; the stream's oldest entry is now from `oldest`. */
+  /** Sends what the session's appends added and has not been sent yet, now. */
+  private sendCount(key: string): void {
+    const count = this.unsent.get(key);
+    if (!count) return;
+    this.unsent.delete(key);
+    if (count.bytes === 0 && count.ttlSec === undefined) return;
+    const tenant = tenantOf(key);
+    // The floor as it is now: a floor sent since the appends must not be undone.
+    const args = [key, count.bytes, count.at, this.floors.get(key) ?? "", count.ttlSec ?? ""];
+    this.track(this.tenantScript(ACCOUNT, tenant, args), this.overBound(tenant));
+  }
+
+  /** The retention trim removed `removed` bytes; the stream's oldest entry is now from `oldest` (-1: none is left). */
   retentionTrimmed(key: string, removed: number, oldest: number): void {
-    this.track(this.tenantScript(SETTLE, tenantOf(key), [key, removed, oldest]));
+    // What was counted goes before what was removed, so that an emptied stream leaves nothing behind.
+    this.sendCount(key);
+    this.track(this.tenantScript(SETTLE, tenantOf(key), [key, removed, oldest < 0 ? "" : oldest]));
   }
 
   /**
    * The session's floor moved (or is gone): a tenant held over its bound by it (the edge had
    * not acknowledged its oldest output yet) is trimmed now, not at its next append.
    */
-  floor(key: string, floor: number | null): void {
+  hold(key: string, floor: number | null): void {
+    if (floor === (this.floors.get(key) ?? null)) return;
+    if (floor === null) this.floors.delete(key);
+    else this.floors.set(key, floor);
     const tenant = tenantOf(key);
     this.track(this.run(FLOOR, [tenantKeys(tenant)[0]], [key, floor ?? ""]), this.overBound(tenant));
   }
@@ -252,6 +291,7 @@ export class RedisTenantBound {
 
   /** The session's stream was deleted (purge): it leaves the count. */
   purged(key: string): Promise<unknown> {
+    this.floors.delete(key);
     return this.tenantScript(ENDED, tenantOf(key), [key, "purge"]);
   }
 
@@ -261,9 +301,10 @@ export class RedisTenantBound {
   }
 
   async settled(): Promise<void> {
+    await this.flush;
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
     await this.trims.idle();
-    if (this.pending.size > 0) return this.settled();
+    if (this.pending.size > 0 || this.flush) return this.settled();
   }
 
   /** What to do with a script's reply of the tenant's total: trim the tenant if it is over the bound. */
@@ -302,6 +343,7 @@ export class RedisTenantBound {
         return { gone: false, removed, oldest: oldest < 0 ? null : oldest, retainedFrom: start };
       },
       settle: async (tenant, key, trim) => {
+        this.sendCount(key);
         const args = trim.gone ? [key, "gone", ""] : [key, trim.removed, trim.oldest ?? ""];
         await this.tenantScript(SETTLE, tenant, args);
       },

@@ -75,8 +75,6 @@ export class RedisLog implements OutputLog {
   private redis: Redis | Cluster;
   private readonly target: RedisTarget;
   private readonly keys = new Map<string, KeyState>();
-  /** Floors of the sessions this runner hosts (OutputLog.hold), sent with each append's count too. */
-  private readonly floors = new Map<string, number>();
   private readonly tenant: RedisTenantBound;
   private readonly slack: number;
   private readonly refreshMs: number;
@@ -286,19 +284,22 @@ export class RedisLog implements OutputLog {
     // appends are pipelined, and replies (hence these promises) come back in order.
     // The command is encoded (copied) right away, so the caller may reuse `data`.
     const added = this.redis.xadd(stream, `${offset}-1`, "d", data, ...fields);
-    if (this.redis.status === "ready") this.maintain(key, stream, offset + data.byteLength);
+    const refreshed = this.redis.status === "ready" && this.maintain(key, stream, offset + data.byteLength);
     return added.then(
-      () => this.counted(key, data.byteLength, meta),
+      () => this.counted(key, data.byteLength, meta, refreshed),
       (error: unknown) => {
         if (!(error instanceof Error) || !/equal or smaller/i.test(error.message)) throw error;
-        return this.appendAgain(stream, offset, data, fields).then((bytes) => this.counted(key, bytes, meta));
+        return this.appendAgain(stream, offset, data, fields).then((bytes) => this.counted(key, bytes, meta, refreshed));
       },
     );
   }
 
-  /** The stream holds `bytes` more: into the tenant's count (not awaited: see RedisTenantBound). */
-  private counted(key: string, bytes: number, meta: ChunkMeta): void {
-    if (bytes !== 0) this.tenant.added(key, bytes, meta.at, this.floors.get(key), this.options.idleTtlSec);
+  /**
+   * The stream holds `bytes` more: into the tenant's count (not awaited: see RedisTenantBound),
+   * with the stream's TTL when this append refreshed it.
+   */
+  private counted(key: string, bytes: number, meta: ChunkMeta, refreshed: boolean): void {
+    if (bytes !== 0) this.tenant.added(key, bytes, meta.at, refreshed ? this.options.idleTtlSec : undefined);
   }
 
   /**
@@ -331,15 +332,16 @@ export class RedisLog implements OutputLog {
     }
   }
 
-  /** Trims and refreshes the TTL now and then; failures are retried by later appends. */
-  private maintain(key: string, stream: string, end: number): void {
+  /** Trims and refreshes the TTL now and then (true when it did the latter); failures are retried by later appends. */
+  private maintain(key: string, stream: string, end: number): boolean {
     let state = this.keys.get(key);
     if (!state) {
       state = { trimmedAt: end, refreshedAt: -Infinity };
       this.keys.set(key, state);
     }
     const now = Date.now();
-    if (now - state.refreshedAt >= this.refreshMs) {
+    const refresh = now - state.refreshedAt >= this.refreshMs;
+    if (refresh) {
       const refreshing = state;
       refreshing.refreshedAt = now;
       this.redis.expire(stream, this.options.idleTtlSec).catch(() => {
@@ -360,6 +362,7 @@ export class RedisLog implements OutputLog {
         );
       }
     }
+    return refresh;
   }
 
   async read(key: string, from: number, to: number, maxBytes = DEFAULT_READ_BYTES): Promise<LogItem[]> {
@@ -403,16 +406,12 @@ export class RedisLog implements OutputLog {
 
   async remove(key: string): Promise<void> {
     this.keys.delete(key);
-    this.floors.delete(key);
     await this.redis.del(streamKey(key));
     await this.tenant.purged(key);
   }
 
   hold(key: string, floor: number | null): void {
-    if (floor === (this.floors.get(key) ?? null)) return;
-    if (floor === null) this.floors.delete(key);
-    else this.floors.set(key, floor);
-    this.tenant.floor(key, floor);
+    this.tenant.hold(key, floor);
   }
 
   onTrimmed(listener: (key: string, retainedFrom: number) => void): void {
@@ -430,7 +429,6 @@ export class RedisLog implements OutputLog {
   async close(): Promise<void> {
     this.closing = true;
     this.keys.clear();
-    this.floors.clear();
     try {
       await this.redis.quit(); // waits for replies still due
     } catch {
