@@ -89,19 +89,19 @@ local floor = ARGV[2] == '' and math.huge or tonumber(ARGV[2])
 local notAfter = ARGV[3] == '+inf' and math.huge or tonumber(ARGV[3])
 -- Batches start small: a trim after an append usually takes one entry, and each entry read is
 -- copied whole into Lua.
-local removed, count, start, from, size = 0, 0, 0, '-', 2
+local removed, count, start, from, want = 0, 0, 0, '-', 2
 local function cut(before) if count > 0 then redis.call('XTRIM', KEYS[1], 'MINID', before) end end
 while true do
-  local batch = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', size)
+  local batch = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', want)
   if #batch == 0 then break end
-  size = math.min(size * 2, 64)
+  want = math.min(want * 2, 64)
   for _, entry in ipairs(batch) do
-    local offset, size, t = offsetOf(entry[1]), sizeOf(entry), timeOf(entry)
-    if removed >= excess or offset + size > floor or t > notAfter or count >= ${FRONT_TRIM_MAX_ENTRIES} then
+    local offset, bytes, t = offsetOf(entry[1]), sizeOf(entry), timeOf(entry)
+    if removed >= excess or offset + bytes > floor or t > notAfter or count >= ${FRONT_TRIM_MAX_ENTRIES} then
       cut(entry[1])
       return {removed, t, offset}
     end
-    removed, count, start = removed + size, count + 1, offset + size
+    removed, count, start = removed + bytes, count + 1, offset + bytes
   end
   from = '(' .. batch[#batch][1]
 end
@@ -292,6 +292,7 @@ export class RedisTenantBound {
   /** The session's stream was deleted (purge): it leaves the count. */
   purged(key: string): Promise<unknown> {
     this.floors.delete(key);
+    this.unsent.delete(key);
     return this.tenantScript(ENDED, tenantOf(key), [key, "purge"]);
   }
 
