@@ -46,6 +46,13 @@ describe("runner configuration", () => {
     expect(() => loadConfig({ RUNNER_TOKEN: "t", TENANT_DISK_MIB: "lots" })).toThrow(/TENANT_DISK_MIB/);
   });
 
+  it("TENANT_LOG_BYTES: 1 GiB by default, at least 1 MiB", () => {
+    expect(loadConfig({ RUNNER_TOKEN: "t" }).tenantLogBytes).toBe(1 << 30);
+    expect(loadConfig({ RUNNER_TOKEN: "t", TENANT_LOG_BYTES: "16777216" }).tenantLogBytes).toBe(16 << 20);
+    expect(() => loadConfig({ RUNNER_TOKEN: "t", TENANT_LOG_BYTES: "65536" })).toThrow(/TENANT_LOG_BYTES/);
+    expect(() => loadConfig({ RUNNER_TOKEN: "t", TENANT_LOG_BYTES: "1e9x" })).toThrow(/TENANT_LOG_BYTES/);
+  });
+
   it("refuses to start sandboxed without root, saying how to run unsandboxed", async () => {
     const config = loadConfig({ RUNNER_TOKEN: "t", RUNNER_WORKSPACE: folder });
     await expect(Isolation.start(config, false)).rejects.toThrow(

@@ -66,6 +66,15 @@ const Env = z.object({
     .min(64 * 1024)
     .default(8 * 1024 * 1024),
   /**
+   * Retained output of all one tenant's sessions together, running and ended, in the output log;
+   * past it that tenant's oldest output is trimmed (runner/log/tenant-bound.ts).
+   */
+  TENANT_LOG_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(1024 * 1024 * 1024),
+  /**
    * On SIGTERM, how long live sessions may go on before the runner ends them (reason drain)
    * and exits; 0 = end them at once (docs/protocol.md §4, "Timers"; runner/drain.ts).
    */
@@ -127,6 +136,8 @@ export interface RunnerConfig {
   /** null = any tenant */
   tenants: string[] | null;
   retainBytes: number;
+  /** TENANT_LOG_BYTES */
+  tenantLogBytes: number;
   outputTtlSec: number;
   flowHighWater: number;
   flowLowWater: number;
@@ -175,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
           .filter(Boolean)
       : null,
     retainBytes: e.OUTPUT_RETAIN_BYTES,
+    tenantLogBytes: e.TENANT_LOG_BYTES,
     outputTtlSec: e.OUTPUT_TTL_SEC,
     flowHighWater: e.FLOW_HIGH_WATER,
     flowLowWater: Math.min(e.FLOW_LOW_WATER, Math.floor(e.FLOW_HIGH_WATER / 2)),

@@ -256,7 +256,9 @@ export class HostedSession {
         case "resume":
           return this.onResume(message.offset);
         case "ack":
-          return this.delivery.ack(message.offset);
+          this.delivery.ack(message.offset);
+          // The edge holds every byte below this: the tenant bound may trim up to here, not past.
+          return this.outputLog.hold(this.key, message.offset);
         case "read":
         case "read_cancel":
           return void this.reads.handle(message);
@@ -327,6 +329,8 @@ export class HostedSession {
 
   /** Every (re)opened link starts with the edge's offset: start the process once, then resend. */
   private onResume(offset: number): void {
+    // Before the process starts: nothing it writes may be trimmed until the edge holds it.
+    this.outputLog.hold(this.key, offset);
     if (!this.proc && !this.ended) {
       this.startProcess();
       if (!this.proc) return;
@@ -334,6 +338,8 @@ export class HostedSession {
     if (this.proc && !this.exited) this.send({ type: "started", pid: this.proc.pid, ...isolation().report(this.key) });
     // A new link (or a restarted edge) starts without the input state: tell it again.
     this.send({ type: "input_state", full: this.inputGate.isFull });
+    // A `retained` sent while the link was down was lost with it.
+    if (this.retainedReported > 0) this.send({ type: "retained", from: this.retainedReported });
     this.delivery.resume(offset);
     this.agent?.resumed();
   }
@@ -355,13 +361,17 @@ export class HostedSession {
     this.retainedCheckedAt = end;
     void this.outputLog.retainedFrom(this.key).then(
       (from) => {
-        if (from !== null && from > this.retainedReported) {
-          this.retainedReported = from;
-          this.send({ type: "retained", from });
-        }
+        if (from !== null) this.logTrimmed(from);
       },
       () => {},
     );
+  }
+
+  /** The log now starts at `from` (a trim): the edge hears it, once per move. */
+  logTrimmed(from: number): void {
+    if (from <= this.retainedReported) return;
+    this.retainedReported = from;
+    this.send({ type: "retained", from });
   }
 
   private send(message: RunnerLinkMessage): void {
@@ -378,6 +388,8 @@ export class HostedSession {
     this.delivery.dispose();
     this.inputGate.dispose();
     this.link.stop(1000, "session ended");
+    // Nothing is resent from here: the tenant bound may trim all of it.
+    this.outputLog.hold(this.key, null);
     this.release();
     this.markOver();
   }

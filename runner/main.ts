@@ -16,7 +16,7 @@ setLogLevel(config.logLevel);
 
 /** A running session's log lives this long without appends (a runner that died leaves none forever). */
 const IDLE_TTL_SEC = 7 * 24 * 3600;
-const logOptions = { retainBytes: config.retainBytes, idleTtlSec: IDLE_TTL_SEC };
+const logOptions = { retainBytes: config.retainBytes, idleTtlSec: IDLE_TTL_SEC, tenantBytes: config.tenantLogBytes };
 const redisLog = config.redisUrl ? new RedisLog(config.redisUrl, logOptions) : undefined;
 const memoryLog = redisLog ? undefined : new MemoryLog(logOptions);
 const outputLog: OutputLog = redisLog ?? (memoryLog as MemoryLog);
@@ -29,6 +29,11 @@ const readers = new Map<string, ReaderLink>();
 outputLog.onMaybeLost?.(() => {
   for (const session of sessions.values()) session.logMaybeLost();
   for (const reader of readers.values()) reader.logMaybeLost();
+});
+// The tenant bound trimmed a session's log: its host says where the log starts now. A session
+// hosted elsewhere, or over, learns it when a read meets the gap (docs/protocol.md §7a).
+outputLog.onTrimmed((key, from) => {
+  for (const session of hosted) if (session.key === key) session.logTrimmed(from);
 });
 
 const control = new ControlLink(config, {

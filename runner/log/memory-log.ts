@@ -1,14 +1,19 @@
 // The in-process output log, used when no Redis is configured: per session, its chunks in
 // offset order, trimmed on append to the chunks that hold the newest `retainBytes` bytes, and
 // dropped after `idleTtlSec` without appends, when `expire`'s TTL is up, or at once by `remove`.
+// Each tenant's retained bytes are counted as chunks come and go, and past `tenantBytes` the
+// tenant's oldest chunks go first (tenant-bound.ts; in append order across its sessions).
 // Lives and dies with the runner.
 import { type ChunkMeta, UNKNOWN_META } from "../../shared/protocol.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
+import { type FrontTrim, type TenantCandidate, type TenantPick, type TenantStore, TenantTrims, tenantOf } from "./tenant-bound.js";
 
 interface Chunk {
   offset: number;
   data: Buffer;
   meta: ChunkMeta;
+  /** Its place in the order of every chunk appended to this log: the tenant bound trims the lowest first. */
+  seq: number;
 }
 
 interface Session {
@@ -21,14 +26,29 @@ interface Session {
   deadline: number;
   ended: boolean;
   timer: NodeJS.Timeout;
+  tenant: string;
+  /** Bytes of the live chunks, counted in the tenant's total. */
+  bytes: number;
+  /** The first offset the session's edge has not acknowledged (OutputLog.hold); null: none. */
+  floor: number | null;
 }
 
 export const DEFAULT_READ_BYTES = 1024 * 1024;
 
 export class MemoryLog implements OutputLog {
   private readonly sessions = new Map<string, Session>();
+  /** Per tenant: its retained bytes and the sessions holding them. */
+  private readonly tenants = new Map<string, { total: number; keys: Set<string> }>();
+  /** Floors given before a session's first append (its resume comes before its output). */
+  private readonly floors = new Map<string, number>();
+  private seq = 0;
+  private readonly trims: TenantTrims;
+  private readonly bound: number;
 
-  constructor(private readonly options: OutputLogOptions) {}
+  constructor(private readonly options: OutputLogOptions) {
+    this.bound = options.tenantBytes ?? Number.POSITIVE_INFINITY;
+    this.trims = new TenantTrims(this.tenantStore(), this.bound);
+  }
 
   async append(key: string, offset: number, data: Buffer, meta: ChunkMeta = UNKNOWN_META): Promise<void> {
     if (data.byteLength === 0) return;
@@ -41,21 +61,49 @@ export class MemoryLog implements OutputLog {
       if (cut < 0 || offset < session.chunks[session.first]?.offset) {
         throw new Error(`append at ${offset} is before the end of the log (${session.end})`);
       }
-      session.chunks.length = cut;
+      for (const chunk of session.chunks.splice(cut)) this.count(session, -chunk.data.byteLength);
       session.end = offset;
     }
     const deadline = Date.now() + this.options.idleTtlSec * 1000;
     if (!session) {
-      session = { chunks: [], first: 0, end: 0, deadline, ended: false, timer: this.arm(key, deadline) };
-      this.sessions.set(key, session);
+      session = this.open(key, deadline);
     } else if (!session.ended) {
       // The timer is not touched here: when it fires it re-arms itself for the rest.
       session.deadline = deadline;
     }
     // A copy: the caller may reuse its buffer.
-    session.chunks.push({ offset, data: Buffer.from(data), meta });
+    session.chunks.push({ offset, data: Buffer.from(data), meta, seq: ++this.seq });
     session.end = offset + data.byteLength;
+    this.count(session, data.byteLength);
     this.trim(session);
+    this.trimIfOver(session.tenant);
+  }
+
+  hold(key: string, floor: number | null): void {
+    const session = this.sessions.get(key);
+    if (floor === null || session) this.floors.delete(key);
+    else this.floors.set(key, floor);
+    if (!session) return;
+    session.floor = floor;
+    // A tenant held over its bound by this floor is trimmed now, not at its next append.
+    this.trimIfOver(session.tenant);
+  }
+
+  private trimIfOver(tenant: string): void {
+    const counted = this.tenants.get(tenant);
+    if (counted && counted.total > this.bound) this.trims.request(tenant);
+  }
+
+  onTrimmed(listener: (key: string, retainedFrom: number) => void): void {
+    this.trims.onTrimmed(listener);
+  }
+
+  async tenantBytes(tenant: string): Promise<number> {
+    return this.tenants.get(tenant)?.total ?? 0;
+  }
+
+  settled(): Promise<void> {
+    return this.trims.idle();
   }
 
   async read(key: string, from: number, to: number, maxBytes = DEFAULT_READ_BYTES): Promise<LogItem[]> {
@@ -86,10 +134,11 @@ export class MemoryLog implements OutputLog {
 
   /** Drops the session's chunks at once: nothing else holds them (reads hold slices only while they run). */
   async remove(key: string): Promise<void> {
+    this.floors.delete(key);
     const session = this.sessions.get(key);
     if (!session) return;
     clearTimeout(session.timer);
-    this.sessions.delete(key);
+    this.drop(key, session);
   }
 
   /**
@@ -112,6 +161,38 @@ export class MemoryLog implements OutputLog {
   async close(): Promise<void> {
     for (const session of this.sessions.values()) clearTimeout(session.timer);
     this.sessions.clear();
+    this.tenants.clear();
+    this.floors.clear();
+  }
+
+  private open(key: string, deadline: number): Session {
+    const tenant = tenantOf(key);
+    const floor = this.floors.get(key) ?? null;
+    this.floors.delete(key);
+    const session: Session = { chunks: [], first: 0, end: 0, deadline, ended: false, timer: this.arm(key, deadline), tenant, bytes: 0, floor };
+    this.sessions.set(key, session);
+    let counted = this.tenants.get(tenant);
+    if (!counted) {
+      counted = { total: 0, keys: new Set() };
+      this.tenants.set(tenant, counted);
+    }
+    counted.keys.add(key);
+    return session;
+  }
+
+  /** The session's log goes, and its bytes leave its tenant's count. */
+  private drop(key: string, session: Session): void {
+    this.sessions.delete(key);
+    this.count(session, -session.bytes);
+    const counted = this.tenants.get(session.tenant);
+    counted?.keys.delete(key);
+    if (counted?.keys.size === 0) this.tenants.delete(session.tenant);
+  }
+
+  private count(session: Session, bytes: number): void {
+    session.bytes += bytes;
+    const counted = this.tenants.get(session.tenant);
+    if (counted) counted.total += bytes;
   }
 
   /**
@@ -120,19 +201,58 @@ export class MemoryLog implements OutputLog {
    * `retainBytes` (or everything, if less was written) remain readable.
    */
   private trim(session: Session): void {
-    const { chunks } = session;
     const minOffset = session.end - this.options.retainBytes;
-    while (session.first < chunks.length && chunkEnd(chunks[session.first]) <= minOffset) {
+    this.dropFront(session, (chunk) => chunkEnd(chunk) <= minOffset);
+  }
+
+  /** Drops whole chunks from the front of the session's log while `goes` says so; returns the bytes dropped. */
+  private dropFront(session: Session, goes: (chunk: Chunk, dropped: number) => boolean): number {
+    const { chunks } = session;
+    let dropped = 0;
+    while (session.first < chunks.length && goes(chunks[session.first], dropped)) {
+      dropped += chunks[session.first].data.byteLength;
       // Let the trimmed chunk's bytes go now, not when the dead prefix is sliced off (with
       // 256 KiB chunks that prefix could otherwise pin up to 1024 of them).
       chunks[session.first] = TRIMMED;
       session.first++;
     }
+    this.count(session, -dropped);
     // Slice the dead prefix off once it is large, so trimming stays O(1) amortized.
     if (session.first > 1024 && session.first * 2 > chunks.length) {
       session.chunks = chunks.slice(session.first);
       session.first = 0;
     }
+    return dropped;
+  }
+
+  /** The tenant bound's view of this log (tenant-bound.ts): counts, oldest chunks, floors, front trims. */
+  private tenantStore(): TenantStore {
+    const candidate = (key: string): TenantCandidate | undefined => {
+      const session = this.sessions.get(key);
+      const oldest = session?.chunks[session.first];
+      return session && oldest ? { key, oldest: oldest.seq, floor: session.floor } : undefined;
+    };
+    return {
+      pick: async (tenant: string, bound: number, count: number): Promise<TenantPick> => {
+        const counted = this.tenants.get(tenant);
+        if (!counted || counted.total <= bound) return { total: counted?.total ?? 0, oldest: [] };
+        const all = [...counted.keys].flatMap((key) => candidate(key) ?? []);
+        return { total: counted.total, oldest: all.sort((a, b) => a.oldest - b.oldest).slice(0, count) };
+      },
+      trimFront: async ({ key }: TenantCandidate, excess: number, notAfter: number): Promise<FrontTrim> => {
+        const session = this.sessions.get(key);
+        if (!session) return { gone: true };
+        const floor = session.floor ?? Number.POSITIVE_INFINITY;
+        const removed = this.dropFront(
+          session,
+          (chunk, dropped) => dropped < excess && chunkEnd(chunk) <= floor && chunk.seq <= notAfter,
+        );
+        const first = session.chunks[session.first];
+        return { gone: false, removed, oldest: first?.seq ?? null, retainedFrom: first?.offset ?? session.end };
+      },
+      // Counted as the chunks went (dropFront, drop): nothing is left to settle.
+      settle: async () => {},
+    };
   }
 
   /** A timer for the session's deadline; appends move the deadline, so it re-arms until it is due. */
@@ -143,7 +263,7 @@ export class MemoryLog implements OutputLog {
         if (!session) return;
         const left = session.deadline - Date.now();
         if (left > 0) session.timer = this.arm(key, session.deadline);
-        else this.sessions.delete(key);
+        else this.drop(key, session);
       },
       // setTimeout takes at most 2^31-1 ms; a longer deadline just re-arms when that fires.
       Math.min(Math.max(0, deadline - Date.now()), 2 ** 31 - 1),
@@ -152,7 +272,7 @@ export class MemoryLog implements OutputLog {
 }
 
 /** Stands in for a trimmed chunk below `first`: nothing reads there, and its buffer is free. */
-const TRIMMED: Chunk = { offset: -1, data: Buffer.alloc(0), meta: UNKNOWN_META };
+const TRIMMED: Chunk = { offset: -1, data: Buffer.alloc(0), meta: UNKNOWN_META, seq: -1 };
 
 function chunkEnd(chunk: Chunk): number {
   return chunk.offset + chunk.data.byteLength;

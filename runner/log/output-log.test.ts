@@ -2,88 +2,19 @@
 // redis-server started for this file, and RedisLog against a real 3-master Redis Cluster (named
 // by its node list, and by one node). Byte-for-byte checks on random binary data, plus
 // Redis-only tests for pipelining and for a Redis that restarts and loses its data, and
-// cluster-only tests for sessions spread over the masters and a master that restarts.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { command, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from "../../test/redis-server.js";
+// cluster-only tests for sessions spread over the masters and a master that restarts. The tenant
+// bound has its suite of its own (tenant-log.test.ts) on the same kit (output-log.test-kit.ts).
+import { describe, expect, it, vi } from "vitest";
+import { command } from "../../test/redis-server.js";
 import { loadConfig } from "../config.js";
+import { BIG, appendAll, defaults, flatten, prng, randomChunks, readOn, useLogServers, waitFor } from "./output-log.test-kit.js";
 import { MemoryLog } from "./memory-log.js";
-import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
-import { RedisLog, streamKey, trimSlack } from "./redis-log.js";
+import type { OutputLog, OutputLogOptions } from "./output-log.js";
+import { RedisLog, streamKey } from "./redis-log.js";
 
-const BIG = 1 << 30;
-const defaults: OutputLogOptions = { retainBytes: 8 << 20, idleTtlSec: 600 };
-
-/** A seeded PRNG (mulberry32), so failures reproduce. */
-function prng(seed: number): (n: number) => number {
-  return (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
-}
-
-/** `count` chunks of 1..maxSize random bytes; some start with NUL, 0xff or broken UTF-8. */
-function randomChunks(rand: (n: number) => number, count: number, maxSize: number): Buffer[] {
-  const specials = [Buffer.from([0x00]), Buffer.from([0xff, 0xfe]), Buffer.from([0xc3]), Buffer.from([0x80, 0xbf])];
-  return Array.from({ length: count }, () => {
-    const chunk = Buffer.alloc(1 + rand(maxSize));
-    for (let i = 0; i < chunk.length; i++) chunk[i] = rand(256);
-    specials[rand(specials.length * 2)]?.copy(chunk);
-    return chunk;
-  });
-}
-
-/** Appends the chunks back to back from `start`, pipelined; resolves with the end offset. */
-async function appendAll(log: OutputLog, key: string, chunks: Buffer[], start = 0): Promise<number> {
-  let offset = start;
-  const pending = chunks.map((chunk) => {
-    const appended = log.append(key, offset, chunk);
-    offset += chunk.length;
-    return appended;
-  });
-  await Promise.all(pending);
-  return offset;
-}
-
-/** Checks that items cover [from, …) contiguously; returns where they end and the gaps. */
-function flatten(items: LogItem[], from: number): { end: number; bytes: Buffer; gaps: [number, number][] } {
-  let end = from;
-  const parts: Buffer[] = [];
-  const gaps: [number, number][] = [];
-  for (const item of items) {
-    if (item.type === "chunk") {
-      expect(item.offset).toBe(end);
-      expect(item.data.length).toBeGreaterThan(0);
-      parts.push(item.data);
-      end += item.data.length;
-    } else {
-      expect(item.from).toBe(end);
-      expect(item.to).toBeGreaterThan(item.from);
-      gaps.push([item.from, item.to]);
-      end = item.to;
-    }
-  }
-  return { end, bytes: Buffer.concat(parts), gaps };
-}
-
-/** Reads [from, to) in `maxBytes` pieces, reading on from where each read stopped. */
-async function readOn(log: OutputLog, key: string, from: number, to: number, maxBytes: number) {
-  const items: LogItem[] = [];
-  let pos = from;
-  while (pos < to) {
-    const piece = await log.read(key, pos, to, maxBytes);
-    const { end } = flatten(piece, pos);
-    const chunks = piece.filter((item) => item.type === "chunk");
-    const bytes = chunks.reduce((sum, item) => sum + item.data.length, 0);
-    if (chunks.length > 1) expect(bytes).toBeLessThanOrEqual(maxBytes);
-    expect(end).toBeGreaterThan(pos);
-    items.push(...piece);
-    pos = end;
-  }
-  expect(pos).toBe(to);
-  return flatten(items, from);
-}
+const servers = useLogServers();
+const { implementations, opened } = servers;
+const newKey = () => servers.newKey();
 
 /**
  * Appends "back" (4 bytes) at `offset`, then at each next 4 bytes, until one lands; resolves with
@@ -108,83 +39,6 @@ async function appendUntilItLands(log: OutputLog, key: string, offset: number, w
   );
   return landed;
 }
-
-async function waitFor(condition: () => Promise<boolean>, what: string, deadlineMs = 5000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-let server: RedisServer | undefined;
-let cluster: RedisCluster | undefined;
-const opened: OutputLog[] = [];
-
-interface Implementation {
-  name: string;
-  /** How far past retainBytes a log may grow between trims. */
-  slack(retainBytes: number): number;
-  create(options: OutputLogOptions): Promise<OutputLog>;
-}
-
-const implementations: Implementation[] = [
-  { name: "MemoryLog", slack: () => 0, create: async (options) => new MemoryLog(options) },
-  {
-    name: "RedisLog",
-    slack: trimSlack,
-    async create(options) {
-      if (!server) throw new Error("no redis-server");
-      const log = new RedisLog(server.url, options);
-      await log.ready();
-      return log;
-    },
-  },
-  {
-    name: "RedisLog on a cluster, node list",
-    slack: trimSlack,
-    async create(options) {
-      if (!cluster) throw new Error("no redis cluster");
-      const log = new RedisLog(cluster.url, options);
-      await log.ready();
-      expect(log.mode).toBe("cluster");
-      return log;
-    },
-  },
-  {
-    name: "RedisLog on a cluster, one node",
-    slack: trimSlack,
-    async create(options) {
-      if (!cluster) throw new Error("no redis cluster");
-      const log = new RedisLog(cluster.nodes[keys % cluster.nodes.length].url, options);
-      await log.ready();
-      expect(log.mode).toBe("cluster");
-      return log;
-    },
-  },
-];
-
-let keys = 0;
-const newKey = () => `acme/s${++keys}`;
-
-beforeAll(async () => {
-  const [plain, clustered] = await Promise.allSettled([startRedis(), startRedisCluster()]);
-  server = plain.status === "fulfilled" ? plain.value : undefined;
-  cluster = clustered.status === "fulfilled" ? clustered.value : undefined;
-  for (const started of [plain, clustered]) if (started.status === "rejected") throw started.reason;
-}, 30_000);
-afterAll(async () => {
-  await Promise.all([server?.stop(), cluster?.stop()]);
-});
-beforeEach(() => {
-  // Silences the logs' event lines; tests that care look at the calls.
-  vi.spyOn(console, "log").mockImplementation(() => {});
-  vi.spyOn(console, "error").mockImplementation(() => {});
-});
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((log) => log.close()));
-  vi.restoreAllMocks();
-});
 
 describe.each(implementations)("$name", (impl) => {
   const open = async (options: Partial<OutputLogOptions> = {}) => {
@@ -499,7 +353,7 @@ describe("MemoryLog only", () => {
 
 describe("RedisLog only", () => {
   const open = async (options: Partial<OutputLogOptions> = {}) => {
-    if (!server) throw new Error("no redis-server");
+    const server = servers.theServer();
     const log = new RedisLog(server.url, { ...defaults, ...options });
     opened.push(log);
     await log.ready();
@@ -529,7 +383,7 @@ describe("RedisLog only", () => {
   });
 
   it("survives a Redis restart: fails fast while down, recovers, reports the loss as gaps", { timeout: 30_000 }, async () => {
-    if (!server) throw new Error("no redis-server");
+    const server = servers.theServer();
     const log = await open();
     const key = newKey();
     const chunks = randomChunks(prng(7), 20, 300);
@@ -572,10 +426,7 @@ describe("RedisLog on a Redis Cluster", () => {
     await log.ready();
     return log;
   };
-  const theCluster = () => {
-    if (!cluster) throw new Error("no redis cluster");
-    return cluster;
-  };
+  const theCluster = () => servers.theCluster();
 
   /**
    * The port of the master that holds `key`'s stream, as the nodes say: EXISTS answers 1 there,
@@ -599,7 +450,7 @@ describe("RedisLog on a Redis Cluster", () => {
   // beside this one) that took more than the default 5 s.
   it("connects with the Cluster client from a node list or any one node, and with the plain client to a plain Redis", { timeout: 30_000 }, async () => {
     const { nodes } = theCluster();
-    if (!server) throw new Error("no redis-server");
+    const server = servers.theServer();
     const urls = [
       nodes.map((node) => node.url).join(","),
       `${nodes[0].url},${nodes.slice(1).map((node) => `127.0.0.1:${node.port}`).join(",")}`,

@@ -1,7 +1,7 @@
 // The output log: every output byte of a session, by absolute offset, kept for replay.
 // Two implementations behind this one interface: Redis streams (`redis-log.ts`, the only file
 // that imports ioredis) when REDIS_URL is set, and an in-process log (`memory-log.ts`) otherwise.
-// Sessions are named by their key, `tenant/sessionId`. With each chunk the log keeps its stream
+// Sessions are named by their key, `tenant/sessionId/incarnation`. With each chunk the log keeps its stream
 // (stdout or stderr), when the runner read it, and the terminal's size then (docs/protocol.md §3,
 // "Recordings": what a recording is made of).
 import type { ChunkMeta } from "../../shared/protocol.js";
@@ -28,6 +28,9 @@ export interface OutputLog {
    * is at most `end - retainBytes`. Only whole chunks go, and a chunk goes only when every
    * byte of it is older than `end - retainBytes`; the one holding that byte stays whole.
    * (RedisLog trims every `retainBytes / 8` bytes, so wholly older chunks may linger that long.)
+   * Counts the chunk into its tenant's retained bytes; past `tenantBytes` the tenant's oldest
+   * output is trimmed soon after, not before the append resolves, and then a session may keep
+   * less than `retainBytes` (tenant-bound.ts).
    */
   append(key: string, offset: number, data: Buffer, meta?: ChunkMeta): Promise<void>;
 
@@ -40,6 +43,24 @@ export interface OutputLog {
 
   /** Oldest offset still held, or null when nothing is held for `key`. */
   retainedFrom(key: string): Promise<number | null>;
+
+  /**
+   * The session's floor: the first offset its live edge has not acknowledged (runner/flow/
+   * delivery.ts keeps and resends everything from there). The tenant bound never trims at or
+   * above it. Called as acknowledgements arrive; `null` when nothing is held any more (the
+   * session is over here). Never rejects: a floor that could not be stored is sent again with
+   * the next append.
+   */
+  hold(key: string, floor: number | null): void;
+
+  /** Calls `listener` when the tenant bound moved the start of a session's log to `retainedFrom`. */
+  onTrimmed(listener: (key: string, retainedFrom: number) => void): void;
+
+  /** The tenant's retained bytes, as the log counts them for the tenant bound. */
+  tenantBytes(tenant: string): Promise<number>;
+
+  /** Resolves once the counting and trimming that appends so far asked for are done (for tests). */
+  settled(): Promise<void>;
 
   /** The session has ended: drop its log `ttlSec` seconds from now. */
   expire(key: string, ttlSec: number): Promise<void>;
@@ -63,4 +84,6 @@ export interface OutputLogOptions {
   retainBytes: number;
   /** How long a running session's log lives without appends before it is dropped anyway. */
   idleTtlSec: number;
+  /** Retained bytes of all one tenant's sessions together (TENANT_LOG_BYTES); unset: no bound. */
+  tenantBytes?: number;
 }

@@ -3,23 +3,26 @@
 // entry with ID `<offset>-1` (offsets strictly increase, so IDs do; seq 1 because `0-0` is not
 // a valid ID): field `d` holds the bytes, `t` when the runner read them (ms since epoch), `s` is
 // "1" for stderr (absent: stdout or a terminal), `z` the terminal's size as `COLSxROWS` (absent
-// without a terminal). Entries written before `t`/`s`/`z` existed read as UNKNOWN_META. Needs Redis >= 6.2 (XTRIM MINID, exclusive
-// XRANGE starts) with scripting (EVAL, for the trim). The only file that imports ioredis.
+// without a terminal). Entries written before `t`/`s`/`z` existed read as UNKNOWN_META (redis-
+// entries.ts). Needs Redis >= 6.2 (XTRIM MINID, exclusive XRANGE starts) with scripting (EVAL, for
+// the trims and the tenant bound's counts: redis-log-tenant.ts). The only file that imports ioredis.
 //
 // One Redis or a Redis Cluster (REDIS_URL, runner/log/redis-url.ts): a node list connects with
 // ioredis's Cluster client at once; a single URL connects with the plain client, asks the server
 // `INFO cluster` on every (re)connect, and moves to the Cluster client when it answers
 // `cluster_enabled:1`. INFO is what ioredis's own ready check sends, so it is allowed wherever the
 // plain client works; the answer is the server's own setting (no guessing from errors); and a
-// plain Redis costs one round trip per connect. Every command here names exactly one key (no
-// MULTI, no multi-key command, no explicit pipeline), so each is routed to the shard of the
-// session's hash tag and none can be CROSSSLOT; back-to-back appends are still pipelined on that
-// shard's connection, in order.
+// plain Redis costs one round trip per connect. Every command here names exactly one key, or
+// (the tenant bound's scripts) keys of one hash tag (no MULTI, no explicit pipeline), so each is
+// routed to one shard and none can be CROSSSLOT; back-to-back appends are still pipelined on
+// that shard's connection, in order.
 import { Cluster, Redis } from "ioredis";
 import { log } from "../../shared/log.js";
 import { type ChunkMeta, UNKNOWN_META } from "../../shared/protocol.js";
 import { DEFAULT_READ_BYTES, ReadCollector } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
+import { type Entry, entryData, entryMeta, entryOffset, metaFields } from "./redis-entries.js";
+import { type LuaScript, RETENTION_TRIM, RedisTenantBound } from "./redis-log-tenant.js";
 import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
 
 /** The Redis key of a session's stream. */
@@ -36,23 +39,6 @@ export function streamKey(key: string): string {
 export function trimSlack(retainBytes: number): number {
   return Math.max(1, Math.ceil(retainBytes / 8));
 }
-
-/**
- * Trims a stream to the entries that hold bytes at or after ARGV[1] (`end - retainBytes`), in
- * one round trip and atomically: the last entry starting at or before that offset (ID
- * `<offset>-1`) is kept if it reaches past it, and everything older goes (XTRIM MINID, exact).
- * One key, so it runs on the session's shard in a cluster. Two O(log n) steps plus the removal.
- */
-const TRIM_SCRIPT = `
-local last = redis.call('XREVRANGE', KEYS[1], ARGV[1] .. '-1', '-', 'COUNT', 1)[1]
-if not last then return 0 end
-local id = last[1]
-local start = tonumber(string.sub(id, 1, string.find(id, '-', 1, true) - 1))
-if start + string.len(last[2][2] or '') > tonumber(ARGV[1]) then
-  return redis.call('XTRIM', KEYS[1], 'MINID', id)
-end
-return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1] .. '-0')
-`;
 
 /** A session's TTL is refreshed at most this often (and at least twice per TTL). */
 const EXPIRE_REFRESH_MS = 60_000;
@@ -79,8 +65,6 @@ interface KeyState {
   refreshedAt: number;
 }
 
-type Entry = [id: Buffer, fields: Buffer[]];
-
 /** Commands fail after this long without a reply (a blackholed host), not never. */
 const COMMAND_TIMEOUT_MS = 5000;
 /** Redial quickly, forever: ms before attempt `times`. */
@@ -91,6 +75,7 @@ export class RedisLog implements OutputLog {
   private redis: Redis | Cluster;
   private readonly target: RedisTarget;
   private readonly keys = new Map<string, KeyState>();
+  private readonly tenant: RedisTenantBound;
   private readonly slack: number;
   private readonly refreshMs: number;
   private up = false;
@@ -110,6 +95,7 @@ export class RedisLog implements OutputLog {
     this.refreshMs = Math.min(EXPIRE_REFRESH_MS, (options.idleTtlSec * 1000) / 2);
     this.target = parseRedisUrl(url);
     this.redis = this.target.nodes.length > 1 ? this.connectCluster() : this.connectSingle(url);
+    this.tenant = new RedisTenantBound((script, keys, args) => this.script(script, keys, args), streamKey, options.tenantBytes ?? Number.POSITIVE_INFINITY);
   }
 
   /** What the log is connected to once it has been ready: one Redis or a cluster. */
@@ -298,43 +284,64 @@ export class RedisLog implements OutputLog {
     // appends are pipelined, and replies (hence these promises) come back in order.
     // The command is encoded (copied) right away, so the caller may reuse `data`.
     const added = this.redis.xadd(stream, `${offset}-1`, "d", data, ...fields);
-    if (this.redis.status === "ready") this.maintain(key, stream, offset + data.byteLength);
+    const refreshed = this.redis.status === "ready" && this.maintain(key, stream, offset + data.byteLength);
     return added.then(
-      () => undefined,
+      () => this.counted(key, data.byteLength, meta, refreshed),
       (error: unknown) => {
         if (!(error instanceof Error) || !/equal or smaller/i.test(error.message)) throw error;
-        return this.appendAgain(stream, offset, data, fields);
+        return this.appendAgain(stream, offset, data, fields).then((bytes) => this.counted(key, bytes, meta, refreshed));
       },
     );
+  }
+
+  /**
+   * The stream holds `bytes` more: into the tenant's count (not awaited: see RedisTenantBound),
+   * with the stream's TTL when this append refreshed it.
+   */
+  private counted(key: string, bytes: number, meta: ChunkMeta, refreshed: boolean): void {
+    if (bytes !== 0) this.tenant.added(key, bytes, meta.at, refreshed ? this.options.idleTtlSec : undefined);
   }
 
   /**
    * An append at an offset the stream has passed: a retry of a chunk that landed after all
    * (its reply was lost), or of one that failed while a later pipelined one landed. The first
    * resolves as it is; for the second, the entries from `offset` on go and the chunk is added
-   * (the caller appends the rest again, one at a time: output-log.ts).
+   * (the caller appends the rest again, one at a time: output-log.ts). Resolves with how much
+   * more the stream holds than the count knows: the attempt whose reply was lost was not counted.
    */
-  private async appendAgain(stream: string, offset: number, data: Buffer, fields: string[]): Promise<void> {
+  private async appendAgain(stream: string, offset: number, data: Buffer, fields: string[]): Promise<number> {
     const id = `${offset}-1`;
     const [held] = await this.redis.xrangeBuffer(stream, id, id);
-    if (held && entryData(held).byteLength === data.byteLength) return;
+    if (held && entryData(held).byteLength === data.byteLength) return data.byteLength;
     const later = await this.redis.xrangeBuffer(stream, id, "+");
     if (later.length > 0) await this.redis.xdel(stream, ...later.map(([entryId]) => entryId.toString("latin1")));
     // XDEL leaves the stream's last ID where it was; XADD needs it below this chunk's.
     await this.redis.xsetid(stream, `${offset}-0`);
     log.warn("log.append", { stream, offset, outcome: "replaced", dropped: later.length });
     await this.redis.xadd(stream, id, "d", data, ...fields);
+    return later.reduce((bytes, entry) => bytes - entryData(entry).byteLength, data.byteLength);
   }
 
-  /** Trims and refreshes the TTL now and then; failures are retried by later appends. */
-  private maintain(key: string, stream: string, end: number): void {
+  /** Runs a script on its keys' shard: by its SHA1, and by its text when the shard lacks it. */
+  private async script(script: LuaScript, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      return this.redis.eval(script.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  /** Trims and refreshes the TTL now and then (true when it did the latter); failures are retried by later appends. */
+  private maintain(key: string, stream: string, end: number): boolean {
     let state = this.keys.get(key);
     if (!state) {
       state = { trimmedAt: end, refreshedAt: -Infinity };
       this.keys.set(key, state);
     }
     const now = Date.now();
-    if (now - state.refreshedAt >= this.refreshMs) {
+    const refresh = now - state.refreshedAt >= this.refreshMs;
+    if (refresh) {
       const refreshing = state;
       refreshing.refreshedAt = now;
       this.redis.expire(stream, this.options.idleTtlSec).catch(() => {
@@ -345,8 +352,17 @@ export class RedisLog implements OutputLog {
       state.trimmedAt = end;
       // Every entry wholly older than end - retainBytes goes; the one straddling it stays.
       const minOffset = end - this.options.retainBytes;
-      if (minOffset > 0) this.redis.eval(TRIM_SCRIPT, 1, stream, minOffset).catch(() => {});
+      if (minOffset > 0) {
+        this.script(RETENTION_TRIM, [stream], [minOffset]).then(
+          (reply) => {
+            const [removed, oldest] = reply as number[];
+            if (removed > 0) this.tenant.retentionTrimmed(key, removed, oldest);
+          },
+          () => {},
+        );
+      }
     }
+    return refresh;
   }
 
   async read(key: string, from: number, to: number, maxBytes = DEFAULT_READ_BYTES): Promise<LogItem[]> {
@@ -385,11 +401,29 @@ export class RedisLog implements OutputLog {
   async expire(key: string, ttlSec: number): Promise<void> {
     this.keys.delete(key);
     await this.redis.expire(streamKey(key), ttlSec);
+    await this.tenant.ended(key, ttlSec);
   }
 
   async remove(key: string): Promise<void> {
     this.keys.delete(key);
     await this.redis.del(streamKey(key));
+    await this.tenant.purged(key);
+  }
+
+  hold(key: string, floor: number | null): void {
+    this.tenant.hold(key, floor);
+  }
+
+  onTrimmed(listener: (key: string, retainedFrom: number) => void): void {
+    this.tenant.trims.onTrimmed(listener);
+  }
+
+  tenantBytes(tenant: string): Promise<number> {
+    return this.tenant.total(tenant);
+  }
+
+  settled(): Promise<void> {
+    return this.tenant.settled();
   }
 
   async close(): Promise<void> {
@@ -409,38 +443,4 @@ export class RedisLog implements OutputLog {
     this.up = false;
     log.warn("redis.error", { error });
   }
-}
-
-function entryOffset([id]: Entry): number {
-  const text = id.toString("latin1");
-  return Number(text.slice(0, text.indexOf("-")));
-}
-
-/** The fields after `d` that keep a chunk's meta; the defaults (stdout, no terminal) are left out. */
-function metaFields(meta: ChunkMeta): string[] {
-  const fields = ["t", String(meta.at)];
-  if (meta.stream === "stderr") fields.push("s", "1");
-  if (meta.cols > 0 && meta.rows > 0) fields.push("z", `${meta.cols}x${meta.rows}`);
-  return fields;
-}
-
-function field(fields: Buffer[], name: string): Buffer | undefined {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i].toString("latin1") === name) return fields[i + 1];
-  return undefined;
-}
-
-function entryData([, fields]: Entry): Buffer {
-  return field(fields, "d") ?? Buffer.alloc(0);
-}
-
-function entryMeta([, fields]: Entry): ChunkMeta {
-  const at = Number(field(fields, "t")?.toString("latin1"));
-  const size = /^(\d+)x(\d+)$/.exec(field(fields, "z")?.toString("latin1") ?? "");
-  if (!Number.isFinite(at) && !size) return UNKNOWN_META;
-  return {
-    stream: field(fields, "s")?.toString("latin1") === "1" ? "stderr" : "stdout",
-    at: Number.isFinite(at) && at >= 0 ? at : 0,
-    cols: size ? Number(size[1]) : 0,
-    rows: size ? Number(size[2]) : 0,
-  };
 }
