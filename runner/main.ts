@@ -32,9 +32,7 @@ outputLog.onMaybeLost?.(() => {
 });
 // The tenant bound trimmed a session's log: its host says where the log starts now. A session
 // hosted elsewhere, or over, learns it when a read meets the gap (docs/protocol.md §7a).
-outputLog.onTrimmed((key, from) => {
-  for (const session of hosted) if (session.key === key) session.logTrimmed(from);
-});
+outputLog.onTrimmed((key, from) => sessions.get(key)?.logTrimmed(from));
 
 const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],
