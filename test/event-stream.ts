@@ -2,6 +2,12 @@
 // session's `/stream`), parsed by the SDK's parser, with waits driven by what arrives.
 import { createParser } from "eventsource-parser";
 
+export interface EventStreamOptions {
+  lastEventId?: string;
+  /** Reads nothing of the body until `resume()`. */
+  paused?: boolean;
+}
+
 export interface SseMessage {
   event: string;
   id: string | undefined;
@@ -26,10 +32,18 @@ export class EventStreamClient {
   readonly done: Promise<void>;
   private readonly abort = new AbortController();
   private waiters = new Set<() => void>();
+  /** Resolves when the body may be read (at once unless opened `paused`). */
+  private readonly reading: Promise<void>;
+  private startReading: () => void = () => undefined;
 
-  constructor(url: string, path: string, key: string, options: { lastEventId?: string } = {}) {
+  /**
+   * `paused`: the answer's headers are taken but not one byte of the body until `resume()`, so
+   * TCP backpressure reaches the server (fetch reads no further than its small buffer).
+   */
+  constructor(url: string, path: string, key: string, options: EventStreamOptions = {}) {
     const headers: Record<string, string> = { authorization: `Bearer ${key}`, accept: "text/event-stream" };
     if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
+    this.reading = options.paused ? new Promise((resolve) => (this.startReading = resolve)) : Promise.resolve();
     this.done = this.run(`${url}${path}`, headers).finally(() => {
       this.ended = true;
       this.notify();
@@ -45,6 +59,11 @@ export class EventStreamClient {
 
   close(): void {
     this.abort.abort();
+  }
+
+  /** Starts reading the body of a stream opened `paused`. */
+  resume(): void {
+    this.startReading();
   }
 
   /**
@@ -112,6 +131,7 @@ export class EventStreamClient {
       onComment: (text) => this.comments.push({ text, at: Date.now() }),
     });
     const decoder = new TextDecoder();
+    await this.reading;
     try {
       // Typed as Node's stream: a file that pulls in the DOM library (xterm's typings) must not change it.
       for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -137,7 +157,7 @@ export class SseClient extends EventStreamClient {
   /** Offset the next output event must start at; unknown before the first. */
   private nextOffset: number | undefined;
 
-  constructor(url: string, sessionId: string, key: string, options: { lastEventId?: string; query?: string } = {}) {
+  constructor(url: string, sessionId: string, key: string, options: EventStreamOptions & { query?: string } = {}) {
     super(url, `/v1/sessions/${sessionId}/stream${options.query ? `?${options.query}` : ""}`, key, options);
   }
 
@@ -178,7 +198,7 @@ export class SseClient extends EventStreamClient {
 }
 
 /** A tenant's lifecycle events (`GET /v1/events`), from the start or after `lastEventId`. */
-export function tenantEvents(url: string, key: string, options: { lastEventId?: string; after?: string } = {}) {
+export function tenantEvents(url: string, key: string, options: EventStreamOptions & { after?: string } = {}) {
   const query = options.after !== undefined ? `?after=${encodeURIComponent(options.after)}` : "";
-  return new EventStreamClient(url, `/v1/events${query}`, key, { lastEventId: options.lastEventId });
+  return new EventStreamClient(url, `/v1/events${query}`, key, { lastEventId: options.lastEventId, paused: options.paused });
 }

@@ -13,7 +13,7 @@ import type { Limits } from "../env.js";
 import { refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
-import { type ReplayFrom, Replays } from "./replays.js";
+import { type ReplayFrom, Replays, replayStart } from "./replays.js";
 import { ScreenSkip } from "./screen-skip.js";
 import { type ClientAttachment, type OnLag, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
@@ -103,13 +103,25 @@ export class ClientHub {
   openStream(from: StartFrom, owner: boolean): Response {
     const refused = this.refuseOverLimit(owner);
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
-    const sub: StreamSubscriber = new StreamSubscriber(this.port.offset(), this.port.limits().maxClientLagBytes, () => {
+    const gone = () => {
       this.dropStream(sub);
       this.replays.cancel(sub);
+    };
+    const sub: StreamSubscriber = new StreamSubscriber(this.port.offset(), this.port.limits().maxClientLagBytes, {
+      // Past MAX_CLIENT_LAG_BYTES the stream cut itself (io/sse-body.ts): it holds no slot from now.
+      onCut: () => {
+        log.info("client.slow", { key: this.port.keyForLog(), kind: sub.kind, cursor: sub.cursor, outcome: "cut" });
+        gone();
+      },
+      onCancel: gone,
     });
     this.streams.add(sub);
     this.keepAlive.update(this.streams.size);
     this.port.clientsChanged();
+    // A cut before the client took an event with an id names where the replay starts (a `from`
+    // older than what is retained: there, so the gap is told again); from=screen has no such
+    // point until the screen is taken.
+    if (from !== "screen") sub.startAt(replayStart(from, this.port.offset(), this.port.retainedFrom()));
     this.startReplay(sub, from);
     return sub.response();
   }
@@ -224,7 +236,7 @@ export class ClientHub {
   closeAll(): void {
     for (const watch of [...this.watches]) watch.close(CloseCode.SessionEnded, "session purged");
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) this.socket(ws).close(CloseCode.SessionEnded, "session purged");
-    for (const stream of this.streams) stream.close();
+    for (const stream of this.streams) stream.close(CloseCode.SessionEnded);
     this.streams.clear();
     this.keepAlive.update(this.streams.size);
     this.replays.clearCache();
@@ -295,10 +307,11 @@ export class ClientHub {
   }
 
   private cutSlow(sub: Subscriber): void {
+    // A stream's cut comes back as its onCut (openStream), which lets it go.
+    if (sub instanceof StreamSubscriber) return sub.close(CloseCode.SlowConsumer);
     log.info("client.slow", { key: this.port.keyForLog(), kind: sub.kind, cursor: sub.cursor, lag: sub.lag() });
     sub.close(CloseCode.SlowConsumer, "slow consumer: reconnect with from");
     this.replays.cancel(sub);
-    if (sub instanceof StreamSubscriber) this.dropStream(sub);
   }
 
   /**

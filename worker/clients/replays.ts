@@ -41,11 +41,7 @@ export class Replays {
   start(sub: Subscriber, from: ReplayFrom): void {
     const end = this.port.offset();
     const retainedFrom = this.port.retainedFrom();
-    // A `from` a little past the edge's offset is a client that saw output the edge had not yet
-    // stored when it restarted: it waits there, and the runner sends those bytes again. Further
-    // past, it is taken for the current offset.
-    const ahead = typeof from === "number" && from > end && from - end <= RESUME_AHEAD_BYTES;
-    sub.cursor = from === "live" ? end : from === "retained" ? retainedFrom : ahead ? from : Math.min(from, end);
+    sub.cursor = replayStart(from, end, retainedFrom);
     const replay: Replay = { quiet: from === "retained", announced: false, gap: undefined };
     this.replays.set(sub, replay);
     // History known to be trimmed is skipped without reading it: one `gap` says so.
@@ -182,6 +178,19 @@ export class Replays {
     sub.control({ type: "live", offset: sub.cursor });
     this.port.wentLive(sub);
   }
+}
+
+/**
+ * Where a replay from `from` starts, `end` being the edge's offset: before any gap it skips (a
+ * `from` older than what is retained starts there, and is told the gap).
+ */
+export function replayStart(from: ReplayFrom, end: number, retainedFrom: number): number {
+  if (from === "live") return end;
+  if (from === "retained") return retainedFrom;
+  // A `from` a little past the edge's offset is a client that saw output the edge had not yet
+  // stored when it restarted: it waits there, and the runner sends those bytes again. Further
+  // past, it is taken for the current offset.
+  return from > end && from - end <= RESUME_AHEAD_BYTES ? from : Math.min(from, end);
 }
 
 // ---- Shared types ----

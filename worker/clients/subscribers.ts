@@ -3,9 +3,12 @@
 // object drives them through this one interface.
 import { bytesToBase64 } from "../../shared/base64.js";
 import type { ScreenSnapshot } from "../../shared/agent.js";
+import { CloseCode } from "../../shared/errors.js";
 import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } from "../../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
-import { SseBody } from "../io/sse-body.js";
+import { SseBody, textEvent } from "../io/sse-body.js";
+
+const encoder = new TextEncoder();
 
 /** `watch`: not a client, but an `expect` waiting on the output (agent/expect-watch.ts). */
 export type SubscriberKind = "framed" | "raw" | "sse" | "watch";
@@ -104,7 +107,7 @@ export class SocketSubscriber implements Subscriber {
 
   /** Framed: `screen` then a 0x04 frame; raw: the repaint bytes themselves. Neither moves the cursor. */
   screen(snapshot: ScreenSnapshot): void {
-    const bytes = new TextEncoder().encode(snapshot.ansi);
+    const bytes = encoder.encode(snapshot.ansi);
     if (this.kind === "raw") {
       sendQuietly(this.ws, bytes);
       this.sentSinceHeard += bytes.byteLength;
@@ -185,8 +188,11 @@ export class SocketSubscriber implements Subscriber {
 
 /**
  * A Server-Sent Events stream: `event: data` (or `event: stderr`) with `id: <offset after the
- * chunk>` and base64 bytes, `event: gap`, `event: exit` (then the stream ends). Its lag is what the response
- * stream holds unread; past the bound the stream ends and the client resumes by Last-Event-ID.
+ * chunk>` and base64 bytes, `event: gap`, `event: screen`, `event: exit` (then the stream ends).
+ * Its events wait in the stream's own queue (io/sse-body.ts), output as the very bytes delivered
+ * (shared by every subscriber; encoded only when the client takes them), and its lag is the raw
+ * output bytes queued, like a framed client's; past `maxLag` the stream is cut with `event: cut`
+ * and the client resumes by Last-Event-ID (docs/protocol.md §5b).
  */
 export class StreamSubscriber implements Subscriber {
   readonly kind = "sse" as const;
@@ -194,10 +200,11 @@ export class StreamSubscriber implements Subscriber {
   private readonly sse: SseBody;
   private waiting: { bytes: number; resume: () => void } | undefined;
 
+  /** `onCut`: it passed its bound (the hub lets it go); `onCancel`: the client went away. */
   constructor(
     public cursor: number,
     maxLag: number,
-    onCancel: () => void,
+    hooks: { onCut: () => void; onCancel: () => void },
   ) {
     this.sse = new SseBody(maxLag, {
       pulled: () => {
@@ -207,12 +214,13 @@ export class StreamSubscriber implements Subscriber {
           waiting.resume();
         }
       },
-      cancelled: onCancel,
+      cut: hooks.onCut,
+      cancelled: hooks.onCancel,
     });
   }
 
   get closed(): boolean {
-    return this.sse.closed;
+    return !this.sse.open;
   }
 
   /** The response that carries the stream. */
@@ -220,38 +228,42 @@ export class StreamSubscriber implements Subscriber {
     return this.sse.response();
   }
 
+  /** Where the stream starts: the id a cut names when the client took no event with an id. */
+  startAt(offset: number): void {
+    this.sse.startAt(String(offset));
+  }
+
   deliver(offset: number, data: Uint8Array, stream: OutputStream): void {
     const end = offset + data.byteLength;
     const event = stream === "stderr" ? "stderr" : "data";
-    this.sse.write(`event: ${event}\nid: ${end}\ndata: ${bytesToBase64(data)}\n\n`);
+    const id = String(end);
+    this.sse.push({ size: data.byteLength, id, bytes: () => encodedOutput(event, id, data) });
     this.cursor = end;
   }
 
   control(message: ServerMessage): void {
-    if (message.type === "gap") {
-      this.sse.write(`event: gap\ndata: ${JSON.stringify({ from: message.from, to: message.to })}\n\n`);
-    } else if (message.type === "exit") {
+    if (message.type === "gap") this.event("gap", { from: message.from, to: message.to });
+    else if (message.type === "exit") {
       const { status, exitCode, signal, reason, offset } = message;
-      this.sse.write(`event: exit\ndata: ${JSON.stringify({ status, exitCode, signal, reason, offset })}\n\n`);
-    } else if (message.type === "error") {
-      this.sse.write(`event: error\ndata: ${JSON.stringify({ code: message.code, message: message.message })}\n\n`);
-    }
+      this.event("exit", { status, exitCode, signal, reason, offset });
+    } else if (message.type === "error") this.event("error", { code: message.code, message: message.message });
   }
 
   /** `event: screen`, its id the offset output continues at (a resume point like any other). */
   screen(snapshot: ScreenSnapshot): void {
     const { offset, cols, rows, ansi } = snapshot;
-    const data = bytesToBase64(new TextEncoder().encode(ansi));
-    this.sse.write(`event: screen\nid: ${offset}\ndata: ${JSON.stringify({ offset, cols, rows, data })}\n\n`);
+    const bytes = encoder.encode(ansi);
+    const text = `event: screen\nid: ${offset}\ndata: ${JSON.stringify({ offset, cols, rows, data: bytesToBase64(bytes) })}\n\n`;
+    this.sse.push(textEvent(text, String(offset), bytes.byteLength));
   }
 
-  /** A keep-alive comment. */
+  /** A keep-alive comment (only while nothing is queued). */
   comment(text: string): void {
     this.sse.comment(text);
   }
 
   lag(): number {
-    return this.sse.unread();
+    return this.sse.lag();
   }
 
   whenLagAtMost(bytes: number, resume: () => void): void {
@@ -259,8 +271,34 @@ export class StreamSubscriber implements Subscriber {
     else this.waiting = { bytes, resume };
   }
 
-  /** Ends the stream; what is queued still reaches the client (which resumes by Last-Event-ID). */
-  close(): void {
-    this.sse.close();
+  /**
+   * Cut as a slow consumer (4008 for a socket): `event: cut` with the id to resume from, what
+   * is queued dropped. Any other close ends the stream once the client has taken what is queued.
+   */
+  close(code: number): void {
+    if (code === CloseCode.SlowConsumer) this.sse.cut();
+    else this.sse.end();
   }
+
+  /** A control event without an id: the resume point does not move. */
+  private event(name: string, data: object): void {
+    this.sse.push(textEvent(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`));
+  }
+}
+
+/**
+ * An output event's bytes, made once for every stream that takes them: the hub hands each
+ * stream the same Uint8Array of a chunk (live output, and replays from the cache), so 31
+ * streams cost one encoding and one copy, not 31 (docs/protocol.md §5b). An entry lives as long
+ * as its chunk does (while a stream's queue or the replay cache holds it).
+ */
+const encoded = new WeakMap<Uint8Array, { id: string; bytes: Uint8Array }>();
+
+function encodedOutput(event: "data" | "stderr", id: string, data: Uint8Array): Uint8Array {
+  const known = encoded.get(data);
+  // A chunk is delivered at one offset; the id check keeps that an assumption, not a risk.
+  if (known?.id === id) return known.bytes;
+  const bytes = encoder.encode(`event: ${event}\nid: ${id}\ndata: ${bytesToBase64(data)}\n\n`);
+  encoded.set(data, { id, bytes });
+  return bytes;
 }

@@ -1,32 +1,85 @@
-// A Server-Sent Events response body made in a Durable Object: text written to it is queued
-// until the client reads it, and what is queued unread is the client's lag (the edge cannot
-// see a socket's buffer, but it can see a stream's queue). Used by a session's output stream
+// A Server-Sent Events response body made in a Durable Object, bounded (docs/protocol.md §5b,
+// "Slow streams"): events wait in a queue of its own and are handed to workerd one at a time,
+// made into bytes only when workerd pulls (the response stream has highWaterMark 0), so what
+// workerd holds for a stream is about one event however little its client reads. What is queued
+// and not yet taken is the client's lag; past the bound the queue is dropped and the stream ends
+// with one `cut` event naming the id to resume from. Used by a session's output streams
 // (clients/subscribers.ts) and a tenant's events (tenant/tenant-events.ts).
 
 const encoder = new TextEncoder();
 
+/** The `code` of the `cut` event, named as the WebSocket close code 4008 (CloseCode.SlowConsumer). */
+export const SLOW_CONSUMER = "SLOW_CONSUMER";
+const CUT_MESSAGE = "slow consumer: reconnect with Last-Event-ID";
+
+/** One event waiting to be sent: its bytes are made only when the client takes it. */
+export interface SseEvent {
+  /** What it counts towards the lag until taken (output: its raw bytes; text: its length). */
+  readonly size: number;
+  /** Its `id:`, where a client that has it resumes; absent for events without one (gap, exit). */
+  readonly id?: string;
+  /**
+   * The event as sent (`event:`/`id:`/`data:` lines and the blank line), UTF-8. The same bytes
+   * may go to several streams: workerd only reads what it is handed.
+   */
+  bytes(): Uint8Array;
+}
+
+/** An event whose text is at hand already (control events, a tenant's events). */
+export function textEvent(text: string, id?: string, size = text.length): SseEvent {
+  let bytes: Uint8Array | undefined;
+  return { size, id, bytes: () => (bytes ??= encoder.encode(text)) };
+}
+
+export interface SseHooks {
+  /** The client took an event: the lag shrank. */
+  pulled?(): void;
+  /** The stream passed its bound and was cut (it ends once the client takes the `cut` event). */
+  cut(): void;
+  /** The client went away. */
+  cancelled(): void;
+}
+
 export class SseBody {
   readonly stream: ReadableStream<Uint8Array>;
-  closed = false;
   private controller!: ReadableStreamDefaultController<Uint8Array>;
+  /** Events not yet taken, from `head` on (taken ones are cleared, the array compacted now and then). */
+  private queue: (SseEvent | undefined)[] = [];
+  private head = 0;
+  /** The sum of the sizes of the events not yet taken: the lag. */
+  private queued = 0;
+  /** workerd asked for the next event and none was queued: the next one goes out at once. */
+  private wanted = false;
+  /** "ending": takes no more events, closes once the queue is taken; "closed": done or cancelled. */
+  private state: "open" | "ending" | "closed" = "open";
+  /** The id of the last event taken that had one, or where the stream started (`startAt`). */
+  private resumeId: string | undefined;
 
-  /** `pulled` runs when the client has read some of the queue; `cancelled` when it went away. */
+  /**
+   * `maxQueued`: the bound on the lag. An event that would take a non-empty queue past it cuts
+   * the stream instead (an empty queue always takes one event, however large).
+   */
   constructor(
-    private readonly maxUnread: number,
-    hooks: { pulled?(): void; cancelled(): void },
+    private readonly maxQueued: number,
+    private readonly hooks: SseHooks,
   ) {
     this.stream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
           this.controller = controller;
         },
-        pull: () => hooks.pulled?.(),
+        pull: () => {
+          this.wanted = true;
+          this.send();
+        },
         cancel: () => {
-          this.closed = true;
+          this.state = "closed";
+          this.drop();
           hooks.cancelled();
         },
       },
-      { highWaterMark: maxUnread, size: (chunk) => chunk.byteLength },
+      // Nothing is encoded ahead of a read: what workerd holds is the event it is writing.
+      { highWaterMark: 0 },
     );
   }
 
@@ -37,37 +90,111 @@ export class SseBody {
     });
   }
 
-  /** Bytes written that the client has not read yet. */
-  unread(): number {
-    return this.maxUnread - (this.controller.desiredSize ?? 0);
+  /** Takes events: not ending, cut or cancelled. */
+  get open(): boolean {
+    return this.state === "open";
   }
 
-  /** Queues `text`; false once the stream is closed (nothing is queued then). */
-  write(text: string): boolean {
-    if (this.closed) return false;
-    try {
-      this.controller.enqueue(encoder.encode(text));
-      return true;
-    } catch {
-      this.closed = true;
+  /** Bytes queued that the client has not taken yet. */
+  lag(): number {
+    return this.queued;
+  }
+
+  /** Where the stream started, the resume id of a cut before any event with an id was taken. */
+  startAt(id: string): void {
+    this.resumeId ??= id;
+  }
+
+  /** Queues `event`; false when the stream takes no more (ending, cut, cancelled, or cut by this event). */
+  push(event: SseEvent): boolean {
+    if (this.state !== "open") return false;
+    if (this.queued > 0 && this.queued + event.size > this.maxQueued) {
+      this.cut();
       return false;
     }
+    this.queue.push(event);
+    this.queued += event.size;
+    this.send();
+    return true;
   }
 
-  /** A comment line (a keep-alive): clients ignore it, proxies see traffic. */
-  comment(text: string): boolean {
-    return this.write(`: ${text}\n\n`);
+  /** A comment line (a keep-alive) when nothing is queued: clients ignore it, proxies see traffic. */
+  comment(text: string): void {
+    if (this.head === this.queue.length) this.push(textEvent(`: ${text}\n\n`, undefined, 0));
   }
 
-  /** Ends the stream; what is queued still reaches the client. */
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
+  /** Ends the stream once the client has taken what is queued. */
+  end(): void {
+    if (this.state !== "open") return;
+    this.state = "ending";
+    this.send();
+  }
+
+  /**
+   * Past the bound (push, or an owner that measures it otherwise): what is queued is dropped,
+   * and the stream ends with `event: cut` naming the id of the last event the client took (or
+   * where it started), so it resumes with exactly that Last-Event-ID and misses nothing.
+   */
+  cut(): void {
+    if (this.state !== "open") return;
+    this.drop();
+    const id = this.resumeId;
+    const data = JSON.stringify({ code: SLOW_CONSUMER, message: CUT_MESSAGE, lastEventId: id ?? null });
+    this.queue.push(textEvent(`event: cut\n${id === undefined ? "" : `id: ${id}\n`}data: ${data}\n\n`, undefined, 0));
+    this.state = "ending";
+    this.send();
+    this.hooks.cut();
+  }
+
+  /** Hands workerd the next event if it asked for one; closes an ending stream once everything is handed. */
+  private send(): void {
+    if (this.state === "closed") return;
+    if (this.head === this.queue.length) {
+      if (this.state === "ending") this.close();
+      return;
+    }
+    if (!this.wanted) return;
+    this.wanted = false;
+    const event = this.take();
+    if (!event) return;
+    if (event.id !== undefined) this.resumeId = event.id;
+    try {
+      this.controller.enqueue(event.bytes());
+    } catch {
+      // cancelled meanwhile
+      this.state = "closed";
+      return;
+    }
+    this.hooks.pulled?.();
+    if (this.state === "ending" && this.head === this.queue.length) this.close();
+  }
+
+  /** The next queued event, out of the queue and the lag. */
+  private take(): SseEvent | undefined {
+    const event = this.queue[this.head];
+    if (!event) return undefined;
+    this.queue[this.head++] = undefined;
+    this.queued -= event.size;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    return event;
+  }
+
+  private close(): void {
+    this.state = "closed";
     try {
       this.controller.close();
     } catch {
       // cancelled meanwhile
     }
+  }
+
+  private drop(): void {
+    this.queue = [];
+    this.head = 0;
+    this.queued = 0;
   }
 }
 

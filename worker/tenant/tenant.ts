@@ -45,7 +45,13 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       type TEXT NOT NULL,
       data TEXT NOT NULL
     )`);
-    this.events = new TenantEvents(() => limits(env).sseKeepAliveMs);
+    this.events = new TenantEvents(() => limits(env).sseKeepAliveMs, {
+      next: (seq) =>
+        this.sql
+          .exec<{ seq: number; type: string; data: string }>("SELECT seq, type, data FROM events WHERE seq > ? ORDER BY seq LIMIT 1", seq)
+          .toArray()[0],
+      latest: () => this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0,
+    });
     void this.sweepSoon();
   }
 
@@ -183,15 +189,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       return Response.json({ error: refused.failure }, { status: 429, headers: { "retry-after": "5" } });
     }
     const afterHeader = request.headers.get("x-ptyb-after");
-    if (afterHeader === null) return this.events.open(null, []);
-    const after = Number(afterHeader);
-    // Trimming always keeps the newest KEEP_EVENTS: the table is empty only before the first event.
-    const oldest = this.sql.exec<{ seq: number | null }>("SELECT MIN(seq) AS seq FROM events").one().seq;
-    const gap = oldest !== null && after + 1 < oldest ? { from: after + 1, to: oldest } : null;
-    const backlog = this.sql
-      .exec<{ seq: number; type: string; data: string }>("SELECT seq, type, data FROM events WHERE seq > ? ORDER BY seq", after)
-      .toArray();
-    return this.events.open(gap, backlog);
+    // Trimming always keeps the newest KEEP_EVENTS: a resume from before them gets a gap first.
+    return this.events.open(afterHeader === null ? null : Number(afterHeader));
   }
 
   private publish(type: TenantEventType, session: Session): void {
