@@ -7,6 +7,7 @@ import { HostedSession } from "./hosted-session.js";
 import { type Isolation, startIsolation } from "./isolation/isolation.js";
 import { ControlLink } from "./link/control.js";
 import { ReaderLink } from "./link/reader-link.js";
+import { TrimReports } from "./link/trim-reports.js";
 import { MemoryLog } from "./log/memory-log.js";
 import type { OutputLog } from "./log/output-log.js";
 import { RedisLog } from "./log/redis-log.js";
@@ -30,9 +31,14 @@ outputLog.onMaybeLost?.(() => {
   for (const session of sessions.values()) session.logMaybeLost();
   for (const reader of readers.values()) reader.logMaybeLost();
 });
-// The tenant bound trimmed a session's log: its host says where the log starts now. A session
-// hosted elsewhere, or over, learns it when a read meets the gap (docs/protocol.md §7a).
-outputLog.onTrimmed((key, from) => sessions.get(key)?.logTrimmed(from));
+// The tenant bound trimmed a session's log: its host says where the log starts now on its link;
+// for a session hosted elsewhere, or over, this runner tells the edge (docs/protocol.md §7a).
+const trimReports = new TrimReports(config);
+outputLog.onTrimmed((key, from) => {
+  const session = sessions.get(key);
+  if (session) session.logTrimmed(from);
+  else trimReports.report(key, from);
+});
 
 const control = new ControlLink(config, {
   hostedSessions: () => [...sessions.keys()],
@@ -84,6 +90,7 @@ let stopping = false;
 async function stop(): Promise<void> {
   stopping = true;
   for (const reader of readers.values()) reader.close();
+  trimReports.close();
   await control.stop();
   // Ends whatever sessions are left (an undelivered drain) and removes this run's record.
   await sandbox?.close().catch((error: unknown) => log.warn("runner.containment", { outcome: "close_failed", error }));

@@ -153,6 +153,30 @@ describe("per-runner credentials", () => {
     // With the credential, acme's links are out of reach even with the right path.
     expect(await dialLink(edge.url, "acme", "anything", credential)).toBe(404);
 
+    // The tenant bound's trim report (POST .../retained) is held to the same rules: no runner
+    // credential, an API key, or another tenant's path are refused, and only the session's
+    // current incarnation moves its retainedFrom (never past its offset).
+    const report = (tenant: string, id: string, body: unknown, credentialUsed?: string) =>
+      fetch(`${edge.url}/internal/sessions/${tenant}/${id}/retained`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(credentialUsed ? { authorization: `Bearer ${credentialUsed}` } : {}) },
+        body: JSON.stringify(body),
+      });
+    const token = await globexApi.request<{ token: string }>("POST", `/v1/sessions/${hosted.id}/tokens`, { role: "viewer" });
+    const incarnation = JSON.parse(Buffer.from(token.body.token.split(".")[1], "base64url").toString()).inc as string;
+    const offset = await until(async () => {
+      const at = (await globexApi.get(hosted.id)).offset;
+      return at > 1 ? at : undefined;
+    }, 10_000, "the prompt");
+    expect((await report("globex", hosted.id, { incarnation, from: 1 })).status).toBe(401);
+    expect((await report("globex", hosted.id, { incarnation, from: 1 }, keys.globex)).status).toBe(401);
+    expect((await report("acme", hosted.id, { incarnation, from: 1 }, credential)).status).toBe(404);
+    expect((await report("globex", hosted.id, { incarnation, from: -1 }, credential)).status).toBe(400);
+    expect((await report("globex", hosted.id, { incarnation: "another", from: 1 }, credential)).status).toBe(204);
+    expect((await globexApi.get(hosted.id)).retainedFrom).toBe(0);
+    expect((await report("globex", hosted.id, { incarnation, from: offset + 1000 }, credential)).status).toBe(204);
+    expect((await globexApi.get(hosted.id)).retainedFrom).toBe(offset);
+
     // A second runner with the same credential (a copy, or a thief) is refused while the first lives.
     const twin = cleanup.runner(startRunner({ brokerUrl: edge.url, runnerToken: credential }));
     await until(() => twin.output().includes('"code":4009'), 20_000, "the twin to be refused");

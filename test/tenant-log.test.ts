@@ -3,7 +3,8 @@
 // (chunks of 64 KiB, OUTPUT_RETAIN_BYTES above what a session writes, so only the tenant bound
 // trims): tenant `flood` writes 64 MiB over four sessions at once while tenant `quiet` has a
 // 1 MiB session. Quiet's output stays whole; flood's oldest output goes first and is reported as a
-// gap, with each session's `retainedFrom` saying where its log starts; the flood tenant's streams,
+// gap, with each session's `retainedFrom` saying where its log starts (a session that ended before
+// the flood too, told by the runner's trim report, not by a read); the flood tenant's streams,
 // summed entry by entry in Redis, hold within one chunk under 16 MiB; and a live client that falls
 // behind, one that replays while the log is trimmed, and one that resumes after a cut are never
 // handed a hole without a `gap`.
@@ -139,6 +140,12 @@ describe("tenant log bound", () => {
     const quietDone = await quiet.request<Session>("GET", `/v1/sessions/${quietSession.id}/wait?timeoutSec=30`);
     expect(quietDone.body).toMatchObject({ status: "exited", offset: QUIET });
 
+    // A session of the flooding tenant that ended before the flood: its output is the oldest, so
+    // it goes first, and no runner hosts it any more to say so on a link.
+    const ended = await pipes(flood, `seq 1 9999999 | head -c ${QUIET}`);
+    const endedDone = await flood.request<Session>("GET", `/v1/sessions/${ended.id}/wait?timeoutSec=30`);
+    expect(endedDone.body).toMatchObject({ status: "exited", offset: QUIET, retainedFrom: 0 });
+
     // Four sessions that each print 16 MiB once told to, then stay (hosted by the runner).
     const starts = [1, 2_000_001, 4_000_001, 6_000_001];
     const sessions = await Promise.all(
@@ -163,6 +170,7 @@ describe("tenant log bound", () => {
       "every flood to be written",
     );
     const streams = await Promise.all(sessions.map((s) => streamOf("flood", s.id)));
+    streams.push(await streamOf("flood", ended.id));
     // The trims have settled: what the tenant's streams hold, entry by entry, is within one chunk under the bound.
     const held = await until(
       async () => {
@@ -177,11 +185,16 @@ describe("tenant log bound", () => {
     expect((await usedMemory()) - memoryBefore).toBeLessThan(2 * BOUND);
 
     // Each session's record says where its log starts now (the runner told the edge), before any read.
-    const retainedFrom = await Promise.all(streams.map((stream) => streamStart(stream, FLOOD)));
+    const retainedFrom = await Promise.all(streams.map((stream, i) => streamStart(stream, i < sessions.length ? FLOOD : QUIET)));
     expect(retainedFrom[0]).toBeGreaterThan(0);
     for (const [i, s] of sessions.entries()) {
       await until(async () => (await flood.get(s.id)).retainedFrom === retainedFrom[i], 10_000, `retainedFrom of session ${i}`);
     }
+    // The ended session's log went whole, and the runner told the edge without a host link
+    // (POST /internal/sessions/:tenant/:id/retained), also before any read.
+    expect(retainedFrom[sessions.length]).toBe(QUIET);
+    await until(async () => (await flood.get(ended.id)).retainedFrom === QUIET, 10_000, "retainedFrom of the ended session");
+    expect(await fetchOutput(flood, ended.id, 0)).toEqual({ from: QUIET, to: QUIET, bytes: Buffer.alloc(0) });
     // Reading from 0 answers from there, byte for byte.
     for (const [i, s] of sessions.entries()) {
       const output = await fetchOutput(flood, s.id, 0);

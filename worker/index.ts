@@ -6,7 +6,8 @@ import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } fr
 import { type Env, poolStub, sessionStub } from "./env.js";
 import { apiCors } from "./http/cors.js";
 import { renderError } from "./http/errors.js";
-import { SESSION_ID } from "./http/schemas.js";
+import { LogTrimmedBody, SESSION_ID } from "./http/schemas.js";
+import { validate } from "./http/validate.js";
 import { eventRoutes } from "./http/events-routes.js";
 import { execRoutes } from "./http/exec-routes.js";
 import { sessionRoutes } from "./http/sessions-routes.js";
@@ -50,6 +51,19 @@ app.get("/internal/sessions/:tenant/:id/link", requireRunner, (c) => {
   const role = c.req.query("role") === "reader" ? "?role=reader" : "";
   const headers = runnerHeaders(c.req.raw, runner, { "x-link-token": c.req.header("x-link-token") });
   return sessionStub(c.env, tenant, id).fetch(new Request(`https://session/link${role}`, { headers }));
+});
+
+// A runner's report that the tenant bound trimmed the log of a session it does not host (one
+// that ended, or lives on another runner): the session's `retainedFrom` moves on (docs/protocol.md
+// §7a). A runner scoped to tenants reports only theirs.
+app.post("/internal/sessions/:tenant/:id/retained", requireRunner, validate("json", LogTrimmedBody), async (c) => {
+  const { tenant, id } = c.req.param();
+  if (!TENANT_PATTERN.test(tenant) || !SESSION_ID.test(id)) throw new ApiError("NOT_FOUND", "no such session");
+  const runner = c.get("runner");
+  if (runner.tenants && !runner.tenants.includes(tenant)) throw new ApiError("NOT_FOUND", "no such session");
+  const { incarnation, from } = c.req.valid("json");
+  await sessionStub(c.env, tenant, id).logTrimmed(incarnation, from);
+  return c.body(null, 204);
 });
 
 app.notFound(() => {

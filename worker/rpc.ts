@@ -37,6 +37,11 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   patch(patch: SessionPatch): Session | Failure;
   /** The pool found this session's runner silent (pool/runner-pool.ts). */
   runnerSilent(): Promise<void>;
+  /**
+   * A runner trimmed this incarnation's log (the tenant bound) while no host link could say so:
+   * the log now starts at `from` (docs/protocol.md §7a).
+   */
+  logTrimmed(incarnation: string, from: number): void;
   output(from: number | undefined, to: number | undefined, stream?: OutputStream): Promise<OutputRange | Failure>;
   outputStreams(maxBytes: number): Promise<StreamsRange | Failure>;
 }

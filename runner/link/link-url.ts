@@ -10,4 +10,9 @@ export function linkPath(tenant: string, sessionId: string): string {
   return `internal/sessions/${encodeURIComponent(tenant)}/${encodeURIComponent(sessionId)}/link`;
 }
 
+/** Where a runner reports that the tenant bound trimmed the log of a session it does not host. */
+export function retainedPath(tenant: string, sessionId: string): string {
+  return `internal/sessions/${encodeURIComponent(tenant)}/${encodeURIComponent(sessionId)}/retained`;
+}
+
 export const CONTROL_PATH = "internal/runners/connect";

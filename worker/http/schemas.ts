@@ -204,3 +204,9 @@ export const TokenBody = z.strictObject({
     .max(7 * 24 * 3600)
     .default(3600),
 });
+
+/** A runner's `POST /internal/sessions/:tenant/:id/retained`: where the log of one incarnation now starts. */
+export const LogTrimmedBody = z.strictObject({
+  incarnation: z.string().min(1).max(64),
+  from: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+});

@@ -259,6 +259,11 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
     return this.end.runnerSilent();
   }
 
+  /** A runner trimmed this incarnation's log (the tenant bound); another incarnation's trim changes nothing. */
+  logTrimmed(incarnation: string, from: number): void {
+    if (this.record.current?.incarnation === incarnation) this.record.noteRetainedFrom(from);
+  }
+
   /** `GET .../output` (session-output.ts). */
   output(from: number | undefined, to: number | undefined, stream?: OutputStream): Promise<OutputRange | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
