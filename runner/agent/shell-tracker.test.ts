@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MAX_RUN_OUTPUT_BYTES } from "../../shared/agent.js";
 import type { ShellMark } from "../../shared/shell-marks.js";
 import { installShellIntegration } from "./shell-integration.js";
+import { clip } from "./shell-tracker.js";
 import { TestShell, until } from "./shell.test-kit.js";
 
 let dir: string;
@@ -183,5 +184,20 @@ describe("run", () => {
     const before = s.commands().length;
     s.agent.resumed();
     expect(s.commands().slice(before).map((c) => c.command)).toEqual(["echo 1", "echo 2"]);
+  });
+});
+
+describe("clip (a command's reported text)", () => {
+  it("removes trailing white space and line terminators as /\\s+$/ did, and bounds the length", () => {
+    for (const text of ["ls -l  ", "ls\t\r\n", "a b\u00a0\u2003\u2028\ufeff", "  keep leading", "x", "", " \n "]) {
+      expect(clip(text)).toBe(text.replace(/\s+$/, ""));
+    }
+    expect(clip("y".repeat(20_000))).toHaveLength(16384);
+  });
+
+  it("takes a command line of a million spaces and an x at once (the regular expression was quadratic: it never finished)", () => {
+    const line = `${" ".repeat(1_000_000)}x`;
+    expect(clip(line)).toBe(" ".repeat(16384));
+    expect(clip(`x${line}${" ".repeat(1_000_000)}`)).toBe(`x${" ".repeat(16383)}`);
   });
 });
