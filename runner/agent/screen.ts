@@ -183,7 +183,9 @@ export class TerminalScreen {
       if (next?.isWrapped) text += line.translateToString(false, start, end);
       else text += line.translateToString(true, start, end) + (y < last ? "\n" : "");
     }
-    return text.replace(/\s+$/, "");
+    // trimEnd, not /\s+$/: the expression is quadratic in a run of spaces that does not reach the
+    // end, and the text is a command line a tenant types (shell-tracker.ts, clip).
+    return text.trimEnd();
   }
 
   /**
