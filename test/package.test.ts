@@ -305,12 +305,16 @@ console.log(JSON.stringify({ label: session.label, names, same: names.every((nam
     writeFileSync(join(project, "root.mjs"), `import * as root from "ptybroker";\n${read}`);
     writeFileSync(join(project, "root.cjs"), `const root = require("ptybroker");\n(async () => {\n${read}})();\n`);
     const env = { ...projectEnv, PTYBROKER_URL: edge.url, PTYBROKER_API_KEY: KEY, SESSION_ID: session.id };
-    for (const script of ["root.mjs", "root.cjs"]) {
-      const { stdout } = await run(process.execPath, [script], { cwd: project, env, encoding: "utf8", timeout: 30_000 });
-      const result = JSON.parse(lastLine(stdout)) as { label: string; names: string[]; same: boolean; subNames: string[] };
-      expect({ script, ...result }).toEqual({ script, label: "root-import", names: result.subNames, same: true, subNames: result.subNames });
-      expect(result.names).toContain("PtyBroker");
-      expect(result.names).toContain("PtyBrokerError");
+    try {
+      for (const script of ["root.mjs", "root.cjs"]) {
+        const { stdout } = await run(process.execPath, [script], { cwd: project, env, encoding: "utf8", timeout: 30_000 });
+        const result = JSON.parse(lastLine(stdout)) as { label: string; names: string[]; same: boolean; subNames: string[] };
+        expect({ script, ...result }).toEqual({ script, label: "root-import", names: result.subNames, same: true, subNames: result.subNames });
+        expect(result.names).toContain("PtyBroker");
+        expect(result.names).toContain("PtyBrokerError");
+      }
+    } finally {
+      await api.destroy(session.id); // the `ls` case below counts the running sessions
     }
   });
 
