@@ -1,5 +1,5 @@
-// `npm run pack:client`: the SDK (`ptybroker/client`) and the CLI (`ptybroker`) as an npm package,
-// packed into dist/pack/. Its last line of stdout is the tarball's absolute path:
+// `npm run pack:client`: the SDK (`ptybroker`, also `ptybroker/client`) and the CLI (`ptybroker`) as
+// an npm package, packed into dist/pack/. Its last line of stdout is the tarball's absolute path:
 //
 //   npm install "$(npm run -s pack:client | tail -n 1)"
 //
@@ -385,14 +385,19 @@ function referencedNames(statement: ts.Statement): Set<string> {
 const manifest = {
   name: "ptybroker",
   version: root.version,
-  description: "Persistent remote terminals: the ptybroker SDK (ptybroker/client) and CLI (ptybroker)",
+  description: "Persistent remote terminals: the ptybroker SDK (ptybroker, or ptybroker/client) and CLI (ptybroker)",
   type: "module",
   engines: root.engines,
+  // The SDK under the package's own name and under `ptybroker/client` (the same module). ESM only;
+  // `require("ptybroker")` works where Node loads ESM with require (20.19 and later: engines).
   exports: {
+    ".": { types: "./dist/types/client/index.d.ts", default: "./dist/client.js" },
     "./client": { types: "./dist/types/client/index.d.ts", default: "./dist/client.js" },
     "./package.json": "./package.json",
   },
-  // For TypeScript's older `node` module resolution, which does not read `exports`.
+  // For tools and TypeScript's older `node` module resolution, which do not read `exports`.
+  main: "./dist/client.js",
+  types: "./dist/types/client/index.d.ts",
   typesVersions: { "*": { client: ["./dist/types/client/index.d.ts"] } },
   bin: { ptybroker: "dist/cli.js" },
   files: ["dist"],

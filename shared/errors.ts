@@ -5,6 +5,8 @@ export const ErrorStatus = {
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
+  /** a route's path under a method it does not take; the answer's `Allow` lists those it does */
+  METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   SESSION_EXITED: 409,
   /** `run`: the shell is not at its prompt (a command or program is running) */

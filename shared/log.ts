@@ -1,14 +1,24 @@
 // Structured event logs: one JSON line per event, `log.warn("link.frame", { sessionId, outcome })`.
 // Only `console`, so it runs unchanged in workerd, Node and browsers.
 
-// shared/ compiles without platform typings; every runtime it runs in has a console.
-const out = (globalThis as unknown as { console: { log(line: string): void; error(line: string): void } }).console;
-
 export type LogFields = Record<string, unknown>;
 type Level = "debug" | "info" | "warn" | "error";
+type ConsoleMethod = "log" | "warn" | "error";
+
+// shared/ compiles without platform typings; every runtime it runs in has a console.
+const out = (globalThis as unknown as { console: Record<ConsoleMethod, (line: string) => void> }).console;
 
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 let threshold: Level = "info";
+
+/**
+ * The console method each level is written with. Errors only go through `console.error`: under
+ * `wrangler dev` (npm start, the tests' edge) it prints `✘ [ERROR]`, and a warning must not read
+ * as one. `console.warn` prints `▲ [WARNING]` there, and it is still shown at wrangler's default
+ * log level (`warn`), which hides `console.log`; in Node both go to stderr, so a runner's
+ * warnings and errors stay on stderr, its debug and info lines on stdout.
+ */
+const CONSOLE_METHOD: Readonly<Record<Level, ConsoleMethod>> = { debug: "log", info: "log", warn: "warn", error: "error" };
 
 export function setLogLevel(level: string | undefined): void {
   if (level && level in ORDER) threshold = level as Level;
@@ -17,8 +27,7 @@ export function setLogLevel(level: string | undefined): void {
 function emit(level: Level, event: string, fields: LogFields = {}): void {
   if (ORDER[level] < ORDER[threshold]) return;
   const line = JSON.stringify({ level, event, ...fields, ...errorFields(fields.error) });
-  if (level === "error" || level === "warn") out.error(line);
-  else out.log(line);
+  out[CONSOLE_METHOD[level]](line);
 }
 
 function errorFields(error: unknown): LogFields {

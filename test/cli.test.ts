@@ -300,25 +300,43 @@ describe("ptybroker CLI", () => {
   }, 120_000);
 });
 
+/** The CLI run to its end with `stdin` piped in and PTYBROKER_URL set to `brokerUrl`: its exit code and streams. */
+function run(args: string[], stdin: string, brokerUrl = url): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn("node", [CLI, ...args], {
+    env: { ...process.env, PTYBROKER_URL: brokerUrl, PTYBROKER_API_KEY: TENANTS.acme },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const got = { out: "", err: "" };
+  child.stdout.setEncoding("utf8").on("data", (text: string) => (got.out += text));
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (got.err += text));
+  child.stdin.end(stdin);
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, ...got })));
+}
+
 describe("ptybroker errors", () => {
   it("name the URL it could not reach and why, and exit 1", async () => {
     const port = await freePort(); // nothing listens there
-    const child = spawn("node", [CLI, "ls"], {
-      env: { ...process.env, PTYBROKER_URL: `http://127.0.0.1:${port}`, PTYBROKER_API_KEY: TENANTS.acme },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const got = { out: "", err: "" };
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (got.out += text));
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (got.err += text));
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-      child.once("close", (c, s) => resolve([c, s])),
-    );
-    expect({ code, signal, ...got }).toEqual({
+    expect(await run(["ls"], "", `http://127.0.0.1:${port}`)).toEqual({
       code: 1,
-      signal: null,
       out: "",
       err: `ptybroker: cannot reach http://127.0.0.1:${port}/v1/sessions: connect ECONNREFUSED 127.0.0.1:${port}\n`,
     });
+  });
+
+  it("PTYBROKER_URL without a scheme: a usage error that suggests http://, exit 2; with /v1 or /v1/ at the end: it works", async () => {
+    const bare = url.replace(/^http:\/\//, "");
+    const refused = await run(["ls"], "", bare);
+    expect({ code: refused.code, out: refused.out, first: refused.err.split("\n")[0] }).toEqual({
+      code: 2,
+      out: "",
+      first: `ptybroker: PTYBROKER_URL=${bare} is not an http:// or https:// URL; did you mean ${url}?`,
+    });
+    const s = await suite.session({ command: "/bin/sh", args: ["-c", "exec sleep 300"], label: "v1-url" });
+    for (const withV1 of [`${url}/v1`, `${url}/v1/`]) {
+      const listed = await run(["ls"], "", withV1);
+      expect({ code: listed.code, err: listed.err }, withV1).toEqual({ code: 0, err: "" });
+      expect(listed.out.split("\n").filter((l) => l.startsWith(`${s.id} `)), withV1).toHaveLength(1);
+    }
   });
 });
 
@@ -392,19 +410,6 @@ describe("ptybroker events", () => {
 });
 
 describe("ptybroker exec and record", () => {
-  /** The CLI with `stdin` piped in, its streams and exit code. */
-  function run(args: string[], stdin: string): Promise<{ code: number | null; out: string; err: string }> {
-    const child = spawn("node", [CLI, ...args], {
-      env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: TENANTS.acme },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    const got = { out: "", err: "" };
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (got.out += text));
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (got.err += text));
-    child.stdin.end(stdin);
-    return new Promise((resolve) => child.once("close", (code) => resolve({ code, ...got })));
-  }
-
   it("exec: its stdin from ours, stdout and stderr apart, its exit code as ours; 124 on a timeout", async () => {
     expect(await run(["exec", "--", "/bin/sh", "-c", "tr a-z A-Z; echo oops >&2; exit 3"], "piped\n")).toEqual({
       code: 3,

@@ -2,16 +2,19 @@
 // browser (Debian's chromium via playwright-core) with session tokens in `Authorization`, which
 // makes chromium send a preflight first; a page on an origin not listed is blocked by the
 // browser. The pages are served by a tiny HTTP server on other ports (other origins) than the
-// edge's, which runs with CORS_ORIGINS set to the first page's origin.
+// edge's, which runs with CORS_ORIGINS set to the first page's origin (and an entry that is not an
+// origin, which the edge warns about: the warning shows how the edge's logs are printed).
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Edge } from "../scripts/stack.js";
 import { launchChromium } from "./browser.js";
-import { Api, SuiteCleanup, fetchOutput, startSuiteStack, until } from "./harness.js";
+import { Api, SuiteCleanup, fetchOutput, startSuiteStack, stripEscapes, until } from "./harness.js";
 
 const KEY = "cors-key";
+/** A CORS_ORIGINS entry that is not an origin: ignored, with a warning in the edge's log. */
+const BAD_ORIGIN = "ftp://bad.example";
 // The browser goes first, the page servers last.
 const cleanup = new SuiteCleanup();
 let edge: Edge;
@@ -36,7 +39,7 @@ beforeAll(async () => {
   ({ edge } = await startSuiteStack(
     {
       apiKeys: `acme:${KEY}`,
-      vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example` },
+      vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example, ${BAD_ORIGIN}` },
       runners: [{ runnerId: "cors-runner" }],
     },
     cleanup,
@@ -158,5 +161,14 @@ describe("CORS", () => {
     const listed = await fetch(`${edge.url}/v1/sessions`, { headers: { origin: allowedOrigin, authorization: `Bearer ${KEY}` } });
     expect(listed.status).toBe(200);
     expect(listed.headers.get("access-control-allow-origin")).toBe(allowedOrigin);
+  });
+
+  it("logs a bad CORS_ORIGINS entry as a warning, which wrangler prints as one, not as an error", async () => {
+    await fetch(`${edge.url}/healthz`, { headers: { origin: allowedOrigin } });
+    const event = '"event":"cors.config"';
+    await until(() => edge.output().includes(event), 10_000, "the edge's cors.config warning");
+    // wrangler colours its labels; the line as a terminal shows it, without the colours.
+    const lines = stripEscapes(edge.output()).split("\n").filter((l) => l.includes(event));
+    expect(lines).toEqual([`▲ [WARNING] {"level":"warn",${event},"outcome":"bad_origin","entry":"${BAD_ORIGIN}"}`]);
   });
 });

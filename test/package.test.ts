@@ -218,6 +218,11 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     writeFileSync(
       join(project, "consumer.ts"),
       `import { type BrokerEvent, type ExitInfo, type ListPageOptions, type Pty, PtyBroker, PtyBrokerError, type Session } from "ptybroker/client";
+import { PtyBroker as RootBroker, type Session as RootSession } from "ptybroker";
+
+// The package's root is the same SDK: its types are the subpath's.
+export const same: typeof PtyBroker = RootBroker;
+export const one: (s: Session) => RootSession = (s) => s;
 
 declare const env: Record<string, string | undefined>;
 const broker = new PtyBroker({ url: "http://127.0.0.1:8787", apiKey: env.KEY, token: undefined });
@@ -285,6 +290,32 @@ console.log(JSON.stringify({ id: pty.id, exit, text }));
     // The output as a line of its own (bash's bracketed paste ends the echoed command with \r).
     expect(result.text).toMatch(/[\r\n]sum=42\r\n/);
     expect(session).toMatchObject({ status: "exited", exitCode: 7, reason: "exit", label: "package-test" });
+  });
+
+  it("imports the SDK from the package's root, as ESM and with require: the same module as ptybroker/client", async () => {
+    const session = await api.create({ ...BASH, label: "root-import" });
+    sessions.push(session.id);
+    // Each script reads the session through the root's PtyBroker and compares the root's exports with the subpath's.
+    const read = `const broker = new root.PtyBroker({ url: process.env.PTYBROKER_URL, apiKey: process.env.PTYBROKER_API_KEY });
+const session = await broker.get(process.env.SESSION_ID);
+const sub = await import("ptybroker/client");
+const names = Object.keys(root).filter((name) => name !== "default" && name !== "module.exports").sort();
+console.log(JSON.stringify({ label: session.label, names, same: names.every((name) => root[name] === sub[name]), subNames: Object.keys(sub).sort() }));
+`;
+    writeFileSync(join(project, "root.mjs"), `import * as root from "ptybroker";\n${read}`);
+    writeFileSync(join(project, "root.cjs"), `const root = require("ptybroker");\n(async () => {\n${read}})();\n`);
+    const env = { ...projectEnv, PTYBROKER_URL: edge.url, PTYBROKER_API_KEY: KEY, SESSION_ID: session.id };
+    try {
+      for (const script of ["root.mjs", "root.cjs"]) {
+        const { stdout } = await run(process.execPath, [script], { cwd: project, env, encoding: "utf8", timeout: 30_000 });
+        const result = JSON.parse(lastLine(stdout)) as { label: string; names: string[]; same: boolean; subNames: string[] };
+        expect({ script, ...result }).toEqual({ script, label: "root-import", names: result.subNames, same: true, subNames: result.subNames });
+        expect(result.names).toContain("PtyBroker");
+        expect(result.names).toContain("PtyBrokerError");
+      }
+    } finally {
+      await api.destroy(session.id); // the `ls` case below counts the running sessions
+    }
   });
 
   it("npx ptybroker works from the project (and a folder inside it): help and ls", async () => {

@@ -6,6 +6,7 @@ import { type RunnerVariables, TENANT_PATTERN, requireRunner, runnerHeaders } fr
 import { type Env, poolStub, sessionStub } from "./env.js";
 import { apiCors } from "./http/cors.js";
 import { renderError } from "./http/errors.js";
+import { routeNotFound } from "./http/not-found.js";
 import { LogTrimmedBody, SESSION_ID } from "./http/schemas.js";
 import { validate } from "./http/validate.js";
 import { eventRoutes } from "./http/events-routes.js";
@@ -66,9 +67,8 @@ app.post("/internal/sessions/:tenant/:id/retained", requireRunner, validate("jso
   return c.body(null, 204);
 });
 
-app.notFound(() => {
-  throw new ApiError("NOT_FOUND", "no such route");
-});
+// A path no route has: 404; a route's path under a method it does not take: 405 with `Allow`.
+app.notFound(routeNotFound(() => app.routes));
 app.onError(renderError);
 
 export default app;

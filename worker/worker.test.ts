@@ -149,6 +149,30 @@ describe("edge Worker in workerd", () => {
     expect(text).toContain('"type":"session.deleted"');
   });
 
+  it("answers a route's path under a method it does not take with 405 and Allow, an unknown path with 404", async () => {
+    const answer = async (res: Response) => ({ status: res.status, allow: res.headers.get("allow"), body: await res.json() });
+    const refused = (method: string, allow: string) => ({
+      status: 405,
+      allow,
+      body: { error: { code: "METHOD_NOT_ALLOWED", message: `${method} is not allowed here; allowed: ${allow}` } },
+    });
+    expect(await answer(await call("/v1/sessions/s1/input", { key: "acme-key" }))).toEqual(refused("GET", "POST"));
+    expect(await answer(await call("/v1/sessions", { method: "PUT", key: "acme-key" }))).toEqual(refused("PUT", "GET, HEAD, POST"));
+    expect(await answer(await call("/v1/sessions/s1", { method: "POST", key: "acme-key", body: "{}" }))).toEqual(
+      refused("POST", "GET, HEAD, PATCH, DELETE"),
+    );
+    expect(await answer(await call("/v1/exec", { key: "acme-key" }))).toEqual(refused("GET", "POST"));
+    expect(await answer(await call("/healthz", { method: "DELETE" }))).toEqual(refused("DELETE", "GET, HEAD"));
+    expect(await answer(await call("/v1/sessions/s1/nothing", { key: "acme-key" }))).toEqual({
+      status: 404,
+      allow: null,
+      body: { error: { code: "NOT_FOUND", message: "no such route" } },
+    });
+    // Authentication still comes first, and the refused POST created nothing.
+    expect((await call("/v1/sessions/s1/input")).status).toBe(401);
+    expect((await call("/v1/sessions/s1", { key: "acme-key" })).status).toBe(404);
+  });
+
   it("refuses runner sockets without RUNNER_TOKEN with plain HTTP 401", async () => {
     const res = await call("/internal/runners/connect", { key: "acme-key", headers: { upgrade: "websocket" } });
     expect(res.status).toBe(401);

@@ -1,7 +1,8 @@
 // What the CLI's commands share: the broker from the environment (with a fetch that remembers
-// which URL could not be reached, for the error main.ts prints), argument checks that fail as
-// usage errors, the local terminal's size, and stdout writes that wait for a full pipe.
-import { PtyBroker } from "../index.js";
+// which URL could not be reached, for the error main.ts prints), how main.ts prints an SDK error,
+// argument checks that fail as usage errors, the local terminal's size, and stdout writes that
+// wait for a full pipe.
+import { PtyBroker, type PtyBrokerError } from "../index.js";
 
 export class UsageError extends Error {}
 
@@ -37,11 +38,42 @@ const fetchNamingUrl: typeof fetch = async (input, init) => {
 };
 
 export function broker(): PtyBroker {
-  const url = process.env.PTYBROKER_URL ?? "http://127.0.0.1:8787";
+  const url = brokerUrl(process.env.PTYBROKER_URL);
   const apiKey = process.env.PTYBROKER_API_KEY;
   const token = process.env.PTYBROKER_TOKEN;
   if (!apiKey && !token) throw new UsageError("set PTYBROKER_API_KEY (or PTYBROKER_TOKEN)");
   return new PtyBroker({ url, apiKey, token, fetch: fetchNamingUrl });
+}
+
+/**
+ * PTYBROKER_URL as the SDK takes it: the edge's http(s) URL, without a trailing slash. A `/v1` at
+ * its end is the API's prefix, which the SDK adds itself, and is dropped. Anything else that is
+ * not such a URL is a usage error saying what is wrong, with `http://…` suggested when the
+ * scheme is missing (`127.0.0.1:8877`, `localhost:8877`).
+ */
+export function brokerUrl(raw: string | undefined): string {
+  if (raw === undefined || raw === "") return "http://127.0.0.1:8787";
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    const hint = /^[a-z][a-z\d+.-]*:\/\//i.test(raw) ? "" : `; did you mean http://${raw}?`;
+    throw new UsageError(`PTYBROKER_URL=${raw} is not an http:// or https:// URL${hint}`);
+  }
+  if (url.search || url.hash || url.username || url.password) {
+    throw new UsageError(`PTYBROKER_URL=${raw}: give the edge's URL alone, without credentials, a query or a fragment`);
+  }
+  const path = url.pathname.replace(/\/+$/, "").replace(/\/v1$/, "");
+  return `${url.origin}${path}`;
+}
+
+/** How main.ts prints an SDK error: its code and message, and how long to wait when the answer said (429s). */
+export function errorLine(error: PtyBrokerError): string {
+  const wait = error.retryAfterSec === undefined ? "" : ` (retry after ${error.retryAfterSec} s)`;
+  return `${error.code}: ${error.message}${wait}`;
 }
 
 export function one(positionals: string[], what: string): string {

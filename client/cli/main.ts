@@ -4,7 +4,7 @@
 import { PtyBrokerError } from "../index.js";
 import { runCmd, screen, commands } from "./agent.js";
 import { attachCommand, run } from "./attach.js";
-import { lastUnreachable, UsageError } from "./common.js";
+import { errorLine, lastUnreachable, UsageError } from "./common.js";
 import { events } from "./events.js";
 import { exec, record } from "./exec.js";
 import { runnerCredential } from "./runner-credential.js";
@@ -69,7 +69,7 @@ While attached: Ctrl+] detaches and leaves the session running. The CLI reconnec
 when the network drops and resumes exactly where it was; it exits with the session's exit code.
 
 Environment:
-  PTYBROKER_URL       the broker's URL (default http://127.0.0.1:8787)
+  PTYBROKER_URL       the broker's URL (default http://127.0.0.1:8787; a /v1 at its end is dropped)
   PTYBROKER_API_KEY   the tenant's API key (or PTYBROKER_TOKEN: a session token)
 `;
 
@@ -113,7 +113,7 @@ main(process.argv.slice(2)).then(
       process.exit(1);
     }
     if (error instanceof PtyBrokerError) {
-      process.stderr.write(`ptybroker: ${error.code}: ${error.message}\n`);
+      process.stderr.write(`ptybroker: ${errorLine(error)}\n`);
       process.exit(1);
     }
     // A local file that cannot be read (exec --stdin-file): the system's message says which and why.

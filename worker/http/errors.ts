@@ -6,6 +6,7 @@ import { HTTPException } from "hono/http-exception";
 import { ApiError, type ErrorCode } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
 import { refuseSocket } from "../io/sockets.js";
+import { MethodNotAllowed } from "./not-found.js";
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
@@ -15,6 +16,7 @@ function toApiError(err: unknown): ApiError {
       401: "UNAUTHORIZED",
       403: "FORBIDDEN",
       404: "NOT_FOUND",
+      405: "METHOD_NOT_ALLOWED",
       413: "PAYLOAD_TOO_LARGE",
     };
     return new ApiError(byStatus[err.status] ?? "INTERNAL", err.message || "request failed");
@@ -33,5 +35,6 @@ export function renderError(err: unknown, c: Context): Response {
   }
   const headers: Record<string, string> = {};
   if (error.retryAfterSec !== undefined) headers["retry-after"] = String(error.retryAfterSec);
+  if (error instanceof MethodNotAllowed) headers.allow = error.allow.join(", ");
   return c.json(error.toBody(), error.status as 400, headers);
 }
