@@ -2,6 +2,9 @@
 // "An offset past the end"): framed and raw WebSocket, SSE (`from` and `Last-Event-ID`), `GET
 // .../output` and the SDK, each with INVALID_OFFSET naming the session's offset. An offset equal
 // to the session's offset still works: live from there, nothing lost.
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { PtyBroker, PtyBrokerError } from "../client/index.js";
 import { TENANTS } from "./global-setup.js";
@@ -18,6 +21,7 @@ async function quietSession(): Promise<{ id: string; end: number }> {
 }
 
 const AHEAD = 12345;
+const CLI = join(import.meta.dirname, "..", "bin/ptybroker.js");
 const refusal = (end: number) => `offset ${AHEAD} is past the session's output (its offset is ${end})`;
 
 describe("an offset past the end", () => {
@@ -126,5 +130,17 @@ describe("an offset past the end", () => {
       (e: unknown) => e,
     );
     expect(output).toMatchObject({ code: "INVALID_OFFSET", status: 416, message: refusal(end) });
+  });
+
+  it("CLI: attach --from and logs --from past the end print INVALID_OFFSET with the session's offset and exit 1", async () => {
+    const { id, end } = await quietSession();
+    const env = { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: TENANTS.acme };
+    for (const command of ["attach", "logs"]) {
+      const ran = await promisify(execFile)("node", [CLI, command, id, "--from", String(AHEAD)], { env, timeout: 30_000 }).then(
+        () => null,
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+      expect([ran?.code, ran?.stdout, ran?.stderr]).toEqual([1, "", `ptybroker: INVALID_OFFSET: ${refusal(end)}\n`]);
+    }
   });
 });
