@@ -148,7 +148,8 @@ export class PtyBroker {
   /**
    * Attaches to a session: replays from `from` (default: everything retained; `"screen"`: the
    * current screen, then output from its offset; `"auto"`: the screen when the retained history
-   * is over 256 KiB, else everything), then live.
+   * is over 256 KiB, else everything), then live. A `from` past the session's offset rejects
+   * with a PtyBrokerError `INVALID_OFFSET` (status 416) that names the session's offset.
    */
   async connect(id: string, options: ConnectOptions = {}): Promise<Pty> {
     if (options.from === "auto") options = { ...options, from: await this.autoFrom(id) };

@@ -6,7 +6,7 @@
 // in pty-types.ts. Here: the public API, the control messages, and what a dropped socket means.
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import { bytesToBase64 } from "../shared/base64.js";
-import { CloseCode } from "../shared/errors.js";
+import { CloseCode, ErrorStatus } from "../shared/errors.js";
 import { encodeInput, type ExitInfo, type ServerMessage } from "../shared/protocol.js";
 import { SIGNALS, type Session, type SignalName } from "../shared/session.js";
 import type { ExpectOptions, InputOptions, InputResult, RunOptions, ScreenRepaint } from "./agent.js";
@@ -47,6 +47,12 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
    * emitted before anyone listens.
    */
   private held: unknown[] | null = null;
+  /**
+   * The edge refused the offset this terminal asked for (`INVALID_OFFSET`, docs/protocol.md §5,
+   * "An offset past the end"): the close that follows ends the terminal with it, since asking
+   * again from the same offset would only be refused again.
+   */
+  private refused: PtyBrokerError | undefined;
 
   constructor(
     readonly id: string,
@@ -357,6 +363,10 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         break;
       }
       case "error":
+        if (message.code === "INVALID_OFFSET") {
+          this.refused = new PtyBrokerError("INVALID_OFFSET", message.message, ErrorStatus.INVALID_OFFSET);
+          break;
+        }
         this.emit("error", new PtyBrokerError(message.code as PtyBrokerError["code"], message.message));
         break;
       case "pong":
@@ -376,6 +386,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     this.socket.forget();
     if (this.state === "closed") return;
     if (this.exitInfo || code === CloseCode.SessionEnded) return this.finish();
+    if (this.refused) return this.finish(this.refused);
     const fatal = FATAL_CLOSES[code];
     if (fatal) return this.finish(new PtyBrokerError(fatal, reason || `closed with ${code}`));
     if (!opened) {

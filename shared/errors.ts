@@ -16,6 +16,8 @@ export const ErrorStatus = {
   /** `run`: the session's program is not a shell with integration */
   NO_SHELL_INTEGRATION: 409,
   PAYLOAD_TOO_LARGE: 413,
+  /** a `from` (or `Last-Event-ID`) past the session's offset: output there was never sent */
+  INVALID_OFFSET: 416,
   QUOTA_EXCEEDED: 429,
   INTERNAL: 500,
   NO_RUNNER: 503,

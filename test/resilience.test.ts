@@ -345,6 +345,44 @@ describe("resilience", () => {
     );
   });
 
+  it("lets a client wait past the offset of a restarted edge until the runner has resent, then refuses what lies beyond", async () => {
+    const stack = await startStack("ahead", { viaProxy: true });
+    let edge = stack.edge;
+    dumpOnFailure(() => ({ runner: stack.runner, edge }));
+    const proxy = stack.proxy as TcpProxy;
+    const s = await stack.api.create({ command: "/bin/sh", args: ["-c", "printf 'ready\\n'; exec cat"] });
+    const end = (await until(async () => ((await stack.api.get(s.id)).offset === 7 ? 7 : null), 15_000, "ready")) as number;
+
+    // The runner cannot reach the restarted edge: it cannot know yet whether its offset is complete.
+    proxy.refuse(true);
+    const port = edge.port;
+    await stopEdge(edge);
+    edge = await launchEdge(stack.persistTo, stack.vars, port);
+    const ahead = end + 100;
+    const client = cleanup.client(new TermClient(edge.url, s.id, KEY, { query: `from=${ahead}` }));
+    await client.waitForMessage((m) => m.type === "live", "live past the edge's offset");
+    expect(client.messages.map((m) => m.type)).toEqual(["hello", "live"]);
+    expect(client.messages[1]).toEqual({ type: "live", offset: ahead });
+
+    // The runner's link resumes and resends what the edge lacked: nothing reaches `ahead`, so
+    // no client can hold it, and the waiting one is told so.
+    proxy.refuse(false);
+    expect(await client.waitForClose(60_000)).toBe(1008);
+    const refusal = `offset ${ahead} is past the session's output (its offset is ${end})`;
+    expect(client.messages.slice(2)).toEqual([{ type: "error", code: "INVALID_OFFSET", message: refusal }]);
+    expect(client.output.byteLength).toBe(0);
+    // Now the edge knows: the same offset is refused at once, and the session's own still works.
+    const again = cleanup.client(new TermClient(edge.url, s.id, KEY, { query: `from=${ahead}` }));
+    expect(await again.waitForClose(20_000)).toBe(1008);
+    expect(again.messages).toEqual([{ type: "error", code: "INVALID_OFFSET", message: refusal }]);
+    const atEnd = cleanup.client(new TermClient(edge.url, s.id, KEY, { query: `from=${end}` }));
+    await atEnd.waitForMessage((m) => m.type === "live", "live at the offset");
+    atEnd.send("x\n");
+    await atEnd.waitForOutput("x\r\nx\r\n");
+    expect(atEnd.startOffset).toBe(end);
+    expect(atEnd.offsetErrors).toEqual([]);
+  });
+
   it("marks a SIGKILLed runner's session lost, keeps its output replayable, and leaves no process", async () => {
     const stack = await startStack("killed", { vars: { LINK_GRACE_MS: "3000" } });
     const procs: Record<string, ManagedProcess | undefined> = { first: stack.runner, edge: stack.edge };

@@ -13,7 +13,7 @@ import type { Limits } from "../env.js";
 import { refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
-import { type ReplayFrom, Replays, replayStart } from "./replays.js";
+import { type ReplayFrom, Replays, offsetRefusal, pastTheEnd, replayStart } from "./replays.js";
 import { ScreenSkip } from "./screen-skip.js";
 import { type ClientAttachment, type OnLag, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
@@ -72,7 +72,7 @@ export class ClientHub {
     const framed = request.headers.get("x-ptyb-mode") !== "raw";
     // Set by the Worker from the caller's credential; anything but a viewer may write.
     const role = request.headers.get("x-ptyb-role");
-    const refused = this.refuseOverLimit(role === "owner");
+    const refused = this.refuseOffset(from) ?? this.refuseOverLimit(role === "owner");
     if (refused) return refuseSocket(refused, request);
     const { 0: client, 1: server } = new WebSocketPair();
     this.ctx.acceptWebSocket(server, [CLIENT_TAG]);
@@ -101,7 +101,7 @@ export class ClientHub {
 
   /** A Server-Sent Events stream. */
   openStream(from: StartFrom, owner: boolean): Response {
-    const refused = this.refuseOverLimit(owner);
+    const refused = this.refuseOffset(from) ?? this.refuseOverLimit(owner);
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
     const gone = () => {
       this.dropStream(sub);
@@ -229,7 +229,25 @@ export class ClientHub {
 
   /** The session ended: live subscribers get `exit` now, replaying ones once they catch up. */
   sessionEnded(): void {
+    this.refuseAhead();
     for (const sub of this.subscribers()) if (sub.live && !sub.closed) this.end(sub);
+  }
+
+  /**
+   * The edge's offset has become exact (the session ended, or a host link resent what the edge
+   * lacked): a client that was let wait past it (offsetRefusal) holds an offset no output ever
+   * had, and is refused as it would be now (docs/protocol.md §5, "An offset past the end").
+   */
+  refuseAhead(): void {
+    const end = this.port.offset();
+    for (const sub of this.subscribers()) {
+      if (!sub.live || sub.closed || sub.cursor <= end || this.watches.has(sub)) continue;
+      log.info("client.offset", { key: this.port.keyForLog(), kind: sub.kind, cursor: sub.cursor, offset: end, outcome: "past_the_end" });
+      const message = pastTheEnd(sub.cursor, end);
+      sub.control({ type: "error", code: "INVALID_OFFSET", message });
+      sub.close(1008, message);
+      if (sub instanceof StreamSubscriber) this.dropStream(sub);
+    }
   }
 
   /** The session was purged: every client goes. */
@@ -284,6 +302,11 @@ export class ClientHub {
   }
 
   // ---- Bounds ----
+
+  /** A start past the session's offset that no client can hold (replays.ts, offsetRefusal). */
+  private refuseOffset(from: StartFrom): ApiError | undefined {
+    return offsetRefusal(from, this.port.offset(), this.port.offsetExact());
+  }
 
   /** A subscriber too far behind is cut, or skips ahead to the screen if it asked for that. */
   private checkLag(sub: Subscriber): void {
@@ -401,6 +424,8 @@ export interface HubPort {
   noteLeadingGap(from: number, to: number): void;
   /** The session has a terminal status. */
   ended(): boolean;
+  /** No client can hold an offset past the edge's: the session ended, or its output is all here. */
+  offsetExact(): boolean;
   exitMessage(): ServerMessage;
   view(): Session;
   limits(): Limits;

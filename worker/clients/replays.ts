@@ -4,7 +4,7 @@
 // stands, the replay cache, and the log reads replays have in flight (MAX_REPLAY_READS per
 // session; the rest wait their turn). The hub (client-hub.ts) wires it with a ReplayPort and
 // keeps the subscribers themselves.
-import type { ErrorCode } from "../../shared/errors.js";
+import { ApiError, type ErrorCode } from "../../shared/errors.js";
 import type { OutputStream } from "../../shared/protocol.js";
 import type { LogReads } from "../link/log-reads.js";
 import { ReplayCache } from "./replay-cache.js";
@@ -181,6 +181,25 @@ export class Replays {
 }
 
 /**
+ * Whether a start `from` is refused (docs/protocol.md §5, "An offset past the end"): an offset
+ * past `end`, the edge's offset, that no client can hold. While the edge cannot be sure its
+ * offset is complete (`exact` false: it restarted and its host link has not resent what it lacks
+ * yet), up to RESUME_AHEAD_BYTES past it may be such a client, which waits there (replayStart);
+ * once it is sure (the session has ended, or its host link has resent what the edge lacked),
+ * nothing past `end` is. The same rule for WebSocket clients, SSE streams and `GET .../output`.
+ */
+export function offsetRefusal(from: number | string | undefined, end: number, exact: boolean): ApiError | undefined {
+  if (typeof from !== "number" || from <= end) return undefined;
+  if (!exact && from - end <= RESUME_AHEAD_BYTES) return undefined;
+  return new ApiError("INVALID_OFFSET", pastTheEnd(from, end));
+}
+
+/** The message of an INVALID_OFFSET: the offset asked for and the session's own. */
+export function pastTheEnd(from: number, end: number): string {
+  return `offset ${from} is past the session's output (its offset is ${end})`;
+}
+
+/**
  * Where a replay from `from` starts, `end` being the edge's offset: before any gap it skips (a
  * `from` older than what is retained starts there, and is told the gap).
  */
@@ -189,7 +208,7 @@ export function replayStart(from: ReplayFrom, end: number, retainedFrom: number)
   if (from === "retained") return retainedFrom;
   // A `from` a little past the edge's offset is a client that saw output the edge had not yet
   // stored when it restarted: it waits there, and the runner sends those bytes again. Further
-  // past, it is taken for the current offset.
+  // past, clients and streams are refused (offsetRefusal); an `expect` starts at the offset.
   return from > end && from - end <= RESUME_AHEAD_BYTES ? from : Math.min(from, end);
 }
 

@@ -3,7 +3,7 @@
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { base64ToBytes } from "../../shared/base64.js";
-import { ApiError, type Failure, unwrap } from "../../shared/errors.js";
+import { ApiError, type ErrorBody, ErrorStatus, type Failure, unwrap } from "../../shared/errors.js";
 import { type Access, type AuthVariables, allows, authenticate, requireOwner } from "../auth/auth.js";
 import { mintToken } from "../auth/tokens.js";
 import { wantsRaw } from "../io/sockets.js";
@@ -217,9 +217,18 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
   if (from !== undefined) headers.set("x-ptyb-from", from);
   headers.set("x-ptyb-role", c.get("principal").role);
   const res = await stub.fetch(new Request("https://session/stream", { headers }));
-  if (!res.ok) throw new ApiError(res.status === 404 ? "NOT_FOUND" : "QUOTA_EXCEEDED", "cannot stream this session");
+  // A refusal comes back as the object's error body (not found, a start past the end, no slot).
+  if (!res.ok) throw await refusal(res);
   return res;
 });
+
+/** The ApiError an object's refused stream stands for: the code and message of its error body. */
+async function refusal(res: Response): Promise<ApiError> {
+  const body = (await res.json().catch(() => null)) as Partial<ErrorBody> | null;
+  const code = body?.error?.code;
+  if (code && code in ErrorStatus) return new ApiError(code, body.error?.message ?? "cannot stream this session");
+  return new ApiError(res.status === 404 ? "NOT_FOUND" : "QUOTA_EXCEEDED", "cannot stream this session");
+}
 
 // asciicast v2 of the retained output (docs/protocol.md §3, "Recordings"), streamed by the
 // session's object.

@@ -28,10 +28,14 @@ const CLOSE_FOR: Partial<Record<ErrorCode, number>> = {
   INTERNAL: 1011,
 };
 
-/** Whether a client upgrade asked for raw mode, by query or by subprotocol. */
+/**
+ * Whether a client upgrade asked for raw mode, by query or by subprotocol; inside the session
+ * object, whose request has no query, by the `x-ptyb-mode` the route set from them.
+ */
 export function wantsRaw(request: Request): { raw: boolean; subprotocol: boolean } {
   const subprotocol = (request.headers.get("sec-websocket-protocol") ?? "").split(",").some((p) => p.trim() === "raw");
-  return { raw: subprotocol || new URL(request.url).searchParams.get("mode") === "raw", subprotocol };
+  const byQuery = new URL(request.url).searchParams.get("mode") === "raw";
+  return { raw: subprotocol || byQuery || request.headers.get("x-ptyb-mode") === "raw", subprotocol };
 }
 
 /**

@@ -22,6 +22,13 @@ import { closeQuietly, sendQuietly } from "../io/sockets.js";
 
 const Tag = { Host: "link", Reader: "reader" } as const;
 
+/**
+ * The id of the empty log read the edge sends after `resume` on a host link whose resend it
+ * waits for: its `read_end` comes after every chunk the runner sends again (log reads count ids
+ * from 1).
+ */
+const RESEND_MARK_ID = 0;
+
 /** Output acknowledged to the runner at the latest after this many bytes or this delay. */
 const ACK_BYTES = 256 << 10;
 const ACK_DELAY_MS = 250;
@@ -35,13 +42,31 @@ export class RunnerLinks {
   private ackTimer: ReturnType<typeof setTimeout> | undefined;
   /** The runner says input waiting for the process is past its bound. */
   private inputFull = false;
+  /**
+   * Whether the edge's offset is known to hold every byte it ever fanned out (offsetExact).
+   * Woken with its host link open, the object was hibernating, which it does only with its
+   * offset stored (no ack pending); woken without one, it may have restarted with output past
+   * its stored offset, until a host link has resent it.
+   */
+  private exact: boolean;
 
   constructor(
     private readonly ctx: DurableObjectState,
     private readonly reads: LogReads,
     private readonly calls: LinkCalls,
     private readonly port: LinkPort,
-  ) {}
+  ) {
+    this.exact = this.host() !== undefined;
+  }
+
+  /**
+   * Whether no client can hold an offset past the edge's (docs/protocol.md §5, "An offset past
+   * the end"): this object has lost no output it fanned out, or a host link has since sent it
+   * again.
+   */
+  get offsetExact(): boolean {
+    return this.exact;
+  }
 
   /**
    * A runner's link. The host link needs this session's link token (given only to the runner
@@ -66,7 +91,14 @@ export class RunnerLinks {
       this.ctx.acceptWebSocket(server, [Tag.Host]);
       this.lastActivity = Date.now();
       this.port.hostLinked();
-      sendQuietly(server, JSON.stringify({ type: "resume", offset: this.port.offset() } satisfies EdgeLinkMessage));
+      const offset = this.port.offset();
+      sendQuietly(server, JSON.stringify({ type: "resume", offset } satisfies EdgeLinkMessage));
+      // The runner sends again everything from `offset` as it takes `resume`, before it reads the
+      // next message: the answer to this empty read comes after all of it (resendDone).
+      if (!this.exact) {
+        const mark: EdgeLinkMessage = { type: "read", id: RESEND_MARK_ID, from: offset, to: offset };
+        sendQuietly(server, JSON.stringify(mark));
+      }
     }
     this.reads.linkOpened(server);
     if (reader) this.calls.readerOpened(server);
@@ -158,6 +190,7 @@ export class RunnerLinks {
       case "read_gap":
         return this.reads.gap(ws, msg.id, msg.from, msg.to);
       case "read_end":
+        if (msg.id === RESEND_MARK_ID) return this.resendDone(ws);
         return this.reads.end(ws, msg.id, msg.to, msg.error);
       case "log_reset":
         return this.port.logMaybeLost();
@@ -176,6 +209,14 @@ export class RunnerLinks {
       default:
         return this.port.hostSaid(msg);
     }
+  }
+
+  /** The host link has sent again what the edge lacked: its offset is exact from now on. */
+  private resendDone(link: WebSocket): void {
+    if (this.exact || link !== this.host()) return;
+    this.exact = true;
+    log.info("link.resent", { key: this.port.keyForLog(), offset: this.port.offset(), outcome: "offset_exact" });
+    this.port.offsetExact();
   }
 
   /** Output from the host: never past a hole; what the edge has already is dropped. */
@@ -256,6 +297,8 @@ export interface LinkPort {
   ): Promise<void> | void;
   /** The output log may have lost data: drop copies of it. */
   logMaybeLost(): void;
+  /** The edge's offset has become exact (a host link resent what it lacked after a restart). */
+  offsetExact(): void;
   /** A host link opened (a grace that was running ends). */
   hostLinked(): void;
   /** The host link closed and no other is open. */

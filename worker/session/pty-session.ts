@@ -19,6 +19,7 @@ import { type OutputStream, PING_TEXT, PONG_TEXT } from "../../shared/protocol.j
 import { type EndReason, type Session, type SessionStatus, type SignalName, type TenantEventType, isTerminal } from "../../shared/session.js";
 import { SessionAgent } from "../agent/session-agent.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "../clients/client-hub.js";
+import { offsetRefusal } from "../clients/replays.js";
 import { type Env, limits, poolStub, tenantStub } from "../env.js";
 import { closeQuietly, refuseSocket } from "../io/sockets.js";
 import { LogReads } from "../link/log-reads.js";
@@ -89,6 +90,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       },
       hostSaid: (msg) => this.hostSaid(msg),
       logMaybeLost: () => this.clients.forgetCache(),
+      offsetExact: () => this.clients.refuseAhead(),
       hostLinked: () => this.timers.set("grace", undefined),
       hostGone: (code) => this.end.hostGone(code),
       keyForLog: () => this.keyForLog(),
@@ -98,6 +100,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       retainedFrom: () => this.record.retainedFrom,
       noteLeadingGap: (from, to) => this.record.noteLeadingGap(from, to),
       ended: () => this.record.ended,
+      offsetExact: () => this.offsetExact(),
       exitMessage: () => this.record.exitMessage(),
       view: () => this.view(),
       limits: () => limits(this.env),
@@ -267,6 +270,8 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
   /** `GET .../output` (session-output.ts). */
   output(from: number | undefined, to: number | undefined, stream?: OutputStream): Promise<OutputRange | Failure> {
     if (!this.record.current) return Promise.resolve(this.notFound());
+    const refused = offsetRefusal(from, this.record.offset, this.offsetExact());
+    if (refused) return Promise.resolve(fail(refused.code, refused.message));
     return this.outputs.read(from, to, stream);
   }
 
@@ -396,6 +401,11 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       stored.runnerId ?? null,
     );
     return !isFailure(sent);
+  }
+
+  /** Whether no client can hold an offset past the edge's (clients/replays.ts, offsetRefusal). */
+  private offsetExact(): boolean {
+    return this.record.ended || this.links.offsetExact;
   }
 
   private view(): Session {
