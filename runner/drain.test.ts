@@ -37,6 +37,7 @@ class Stage {
 beforeEach(() => {
   vi.useFakeTimers();
   vi.spyOn(console, "log").mockImplementation(() => {});
+  vi.spyOn(console, "warn").mockImplementation(() => {});
   vi.spyOn(console, "error").mockImplementation(() => {});
 });
 afterEach(() => {

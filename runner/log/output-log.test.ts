@@ -388,7 +388,7 @@ describe("RedisLog only", () => {
     const key = newKey();
     const chunks = randomChunks(prng(7), 20, 300);
     const before = await appendAll(log, key, chunks);
-    const warnings = () => vi.mocked(console.error).mock.calls.filter(([line]) => String(line).includes("redis.error"));
+    const warnings = () => vi.mocked(console.warn).mock.calls.filter(([line]) => String(line).includes("redis.error"));
     const readies = () => vi.mocked(console.log).mock.calls.filter(([line]) => String(line).includes("redis.ready"));
     const readyLines = readies().length;
 
@@ -539,8 +539,8 @@ describe("RedisLog on a Redis Cluster", () => {
       other += 4;
     }
     // One line for the log's outage and one for the node, not one per attempt.
-    expect(lines("redis.error", console.error)).toHaveLength(1);
-    const down = lines("redis.cluster", console.error);
+    expect(lines("redis.error", console.warn)).toHaveLength(1);
+    const down = lines("redis.cluster", console.warn);
     expect(down).toHaveLength(1);
     expect(String(down[0][0])).toContain(`"node":"127.0.0.1:${victim.port}"`);
 
