@@ -1,6 +1,6 @@
 // An offset past the end of a session's output is refused on every surface (docs/protocol.md §5,
 // "An offset past the end"): framed and raw WebSocket, SSE (`from` and `Last-Event-ID`), `GET
-// .../output` and the SDK, each with INVALID_OFFSET naming the session's offset. An offset equal
+// .../output`, `GET .../recording` and the SDK, each with INVALID_OFFSET naming the session's offset. An offset equal
 // to the session's offset still works: live from there, nothing lost.
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -72,6 +72,19 @@ describe("an offset past the end", () => {
     expect(atEnd.status).toBe(200);
     expect([atEnd.headers.get("x-offset-from"), atEnd.headers.get("x-offset-to")]).toEqual([String(end), String(end)]);
     expect((await atEnd.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  it("GET recording: 416 INVALID_OFFSET for a from past the end; from the offset itself, a header and no event", async () => {
+    const { id, end } = await quietSession();
+    const past = await api.request("GET", `/v1/sessions/${id}/recording?from=${AHEAD}`);
+    expect(past.status).toBe(416);
+    expect(past.body).toEqual({ error: { code: "INVALID_OFFSET", message: refusal(end) } });
+
+    const atEnd = await fetch(`${url}/v1/sessions/${id}/recording?from=${end}`, { headers: { authorization: `Bearer ${TENANTS.acme}` } });
+    expect(atEnd.status).toBe(200);
+    const lines = (await atEnd.text()).split("\n").filter((line) => line !== "");
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0])).toMatchObject({ version: 2, width: 80, height: 24 });
   });
 
   it("from the session's offset itself: live there, and the next output arrives at it with nothing lost", async () => {

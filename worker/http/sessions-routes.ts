@@ -241,6 +241,7 @@ sessionRoutes.get("/:id/recording", validate("query", RecordingQuery), async (c)
   if (to !== undefined) url.searchParams.set("to", String(to));
   const res = await stub.fetch(new Request(url));
   if (res.status === 404) throw new ApiError("NOT_FOUND", "session not found");
+  if (!res.ok) throw await refusal(res);
   return res;
 });
 

@@ -297,7 +297,11 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
     }
     if (url.pathname.endsWith("/recording")) {
       if (!stored) return Response.json(this.notFound(), { status: 404 });
-      return this.outputs.recording(parseOffset(url.searchParams.get("from")), parseOffset(url.searchParams.get("to")), stored.record);
+      const recordFrom = parseOffset(url.searchParams.get("from"));
+      // The same rule as `GET .../output` (docs/protocol.md §5, "An offset past the end").
+      const refused = offsetRefusal(recordFrom, this.record.offset, this.offsetExact());
+      if (refused) return Response.json(refused.toBody(), { status: refused.status });
+      return this.outputs.recording(recordFrom, parseOffset(url.searchParams.get("to")), stored.record);
     }
     if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
     return this.clients.acceptSocket(request, from);
