@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { unstable_startWorker } from "wrangler";
 import { ROOT } from "./stack.js";
+import { portTaken } from "./start-checks.js";
 
 process.umask(0o077);
 
@@ -39,6 +40,15 @@ const logLevel = values["log-level"] as LogLevel;
 process.env.WRANGLER_LOG = logLevel;
 const inspectorPort = values["inspector-port"] === undefined ? undefined : Number(values["inspector-port"]);
 
+// workerd cannot listen on a port that is taken, and wrangler then retries without end instead of
+// exiting: said here, the process exits and its starter (stack.ts) hears why.
+const port = values.port === undefined ? undefined : Number(values.port);
+const taken = port === undefined ? null : await portTaken(port, values.ip);
+if (taken) {
+  process.stderr.write(`edge: port ${port} on ${values.ip} is in use: ${taken}\n`);
+  process.exit(1);
+}
+
 const worker = await unstable_startWorker({
   config: join(ROOT, "wrangler.toml"),
   envFiles: values["env-file"] ? [values["env-file"]] : undefined,
@@ -51,7 +61,7 @@ const worker = await unstable_startWorker({
   ),
   sendMetrics: false,
   dev: {
-    server: { hostname: values.ip, port: values.port === undefined ? undefined : Number(values.port) },
+    server: { hostname: values.ip, port },
     inspector: inspectorPort === undefined ? false : { hostname: "127.0.0.1", port: inspectorPort },
     persist: values["persist-to"],
     logLevel,

@@ -7,6 +7,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { WORKER_VARIABLES, type WorkerVariable } from "../shared/worker-vars.js";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -94,7 +95,12 @@ export function manage(
   };
 }
 
-async function waitForHealth(url: string, proc: ManagedProcess, deadlineMs: number): Promise<void> {
+/**
+ * Resolves once the edge at `url` answers `/healthz` as `instance`: another edge already
+ * listening on the port (a second `npm start`) answers with another name or none, and is not
+ * taken for this one; this one then fails to listen and exits, which rejects here.
+ */
+export async function waitForHealth(url: string, proc: ManagedProcess, deadlineMs: number, instance: string): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   let exitCode: number | null | undefined;
   void proc.exited.then((code) => {
@@ -104,7 +110,8 @@ async function waitForHealth(url: string, proc: ManagedProcess, deadlineMs: numb
     if (exitCode !== undefined) throw new Error(`edge exited (${exitCode}) before it was ready:\n${proc.output()}`);
     try {
       const res = await fetch(`${url}/healthz`);
-      if (res.ok) return;
+      const body = (await res.json().catch(() => null)) as { instance?: unknown } | null;
+      if (res.ok && body?.instance === instance) return;
     } catch {
       // not listening yet
     }
@@ -120,8 +127,8 @@ export interface EdgeOptions {
   tokenSecret?: string;
   /** Signs per-runner credentials; unset = only the shared runner token. */
   runnerSecret?: string;
-  /** Extra Worker variables (limits, LOG_LEVEL). */
-  vars?: Record<string, string>;
+  /** More Worker variables (limits, LOG_LEVEL, RUNNER_SECRET...): secrets go in the env file. */
+  vars?: Partial<Record<WorkerVariable, string>>;
   /** Folder for Durable Object storage, made its owner's only (privateFolder); a fresh temporary one by default. */
   persistTo?: string;
   /** wrangler's own log level: at `warn` (the default) it hides what the Worker prints with console.log. */
@@ -162,15 +169,20 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   const persistTo = options.persistTo === undefined ? join(scratch, "state") : resolve(ROOT, options.persistTo);
   privateFolder(persistTo);
   const envFile = join(scratch, "worker.env");
-  const vars: Record<string, string> = {
+  // This start's name for its edge, which its readiness check asks /healthz for (waitForHealth).
+  const instance = secret();
+  const given = Object.entries(options.vars ?? {}) as [WorkerVariable, string][];
+  const secrets: Record<string, string> = {
     API_KEYS: options.apiKeys,
     RUNNER_TOKEN: options.runnerToken,
     TOKEN_SECRET: options.tokenSecret ?? secret(),
     ...(options.runnerSecret ? { RUNNER_SECRET: options.runnerSecret } : {}),
+    ...Object.fromEntries(given.filter(([name]) => WORKER_VARIABLES[name].secret)),
   };
+  const plain = [...given.filter(([name]) => !WORKER_VARIABLES[name].secret), ["EDGE_INSTANCE", instance]];
   writeFileSync(
     envFile,
-    Object.entries(vars)
+    Object.entries(secrets)
       .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
       .join("\n"),
     { mode: 0o600 },
@@ -192,7 +204,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
     "--log-level",
     logLevel,
     // `--var` wins over wrangler.toml's [vars]; values from --env-file do not.
-    ...Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+    ...plain.flatMap(([k, v]) => ["--var", `${k}:${v}`]),
   ];
   const proc = manage(
     process.execPath,
@@ -211,7 +223,7 @@ export async function startEdge(options: EdgeOptions): Promise<Edge> {
   void proc.exited.then(() => rmSync(scratch, { recursive: true, force: true }));
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitForHealth(url, proc, 60_000);
+    await waitForHealth(url, proc, 60_000, instance);
   } catch (error) {
     await proc.stop();
     throw error;

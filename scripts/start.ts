@@ -12,6 +12,7 @@
 // runner sandboxes sessions when it can; when it cannot (not root, bubblewrap or slirp4netns
 // missing) it runs them unsandboxed, with a loud warning (sandbox-choice.ts).
 import { chooseSandbox, sandboxFacts } from "./sandbox-choice.js";
+import { edgeVariables, portTaken } from "./start-checks.js";
 import { type Edge, freePort, type ManagedProcess, secret, startEdge, startRunner, waitForRunners } from "./stack.js";
 
 /** A reader that went away (EPIPE) must not stop the shutdown: what cannot be printed is dropped. */
@@ -21,6 +22,13 @@ const say = (text: string) => {
 };
 
 const port = Number(process.env.PORT ?? 8787);
+// Said before anything starts: a second `npm start` on a port that is in use would otherwise
+// start wrangler only to see it fail, with its own message.
+const taken = await portTaken(port);
+if (taken) {
+  process.stderr.write(`npm start: port ${port} on 127.0.0.1 is in use: ${taken}. Stop it, or pick another port with PORT=…\n`);
+  process.exit(1);
+}
 let apiKeys = process.env.API_KEYS;
 if (!apiKeys) {
   apiKeys = "dev:dev-key";
@@ -31,22 +39,9 @@ if (sandbox.warning && process.stderr.writable) process.stderr.write(`${sandbox.
 const inspectorPort = process.env.INSPECT === "1" ? await freePort() : undefined;
 const runnerToken = process.env.RUNNER_TOKEN ?? secret();
 const tokenSecret = process.env.TOKEN_SECRET ?? secret();
-const passThrough = [
-  "MAX_SESSIONS_PER_TENANT",
-  "MAX_CLIENTS_PER_SESSION",
-  "MAX_INPUT_BYTES",
-  "MAX_CLIENT_LAG_BYTES",
-  "MAX_CREATES_PER_MINUTE",
-  "LINK_GRACE_MS",
-  "SESSION_TIMEOUT_SEC",
-  "SESSION_IDLE_TIMEOUT_SEC",
-  "SESSION_DETACHED_TIMEOUT_SEC",
-  "SESSION_RETAIN_SEC",
-  "CORS_ORIGINS",
-  "LOG_LEVEL",
-];
-const vars = Object.fromEntries(passThrough.filter((k) => process.env[k]).map((k) => [k, process.env[k] as string]));
-
+// Every Worker variable set in this environment reaches the edge (shared/worker-vars.ts lists
+// them all); API_KEYS, RUNNER_TOKEN and TOKEN_SECRET are read above (or made up).
+const vars = edgeVariables(process.env);
 /** The children, once started. */
 const stack: { edge?: Edge; runner?: ManagedProcess } = {};
 let stopping = false;

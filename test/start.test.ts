@@ -4,10 +4,12 @@
 // owner's only (docs/security.md, "Local start").
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { freePort, ROOT } from "../scripts/stack.js";
+import { freePort, ROOT, secret, startEdge } from "../scripts/stack.js";
+import { mintRunnerCredential } from "../shared/runner-credential.js";
 import { commandOf, listeningOf, SuiteCleanup, until } from "./harness.js";
 
 const cleanup = new SuiteCleanup();
@@ -223,6 +225,7 @@ function notPrivate(root: string): { checked: string[]; open: string[] } {
 
 describe("npm start, as it runs", () => {
   const state = join(scratch, "private-state");
+  const runnerSecret = "start-test-runner-secret";
   let start: NpmStart;
   let recorded: number[] = [];
   beforeAll(async () => {
@@ -232,7 +235,7 @@ describe("npm start, as it runs", () => {
     chmodSync(state, 0o755);
     chmodSync(join(state, "old"), 0o755);
     chmodSync(join(state, "old/file"), 0o666);
-    start = await npmStart("npm start", { STATE_DIR: state });
+    start = await npmStart("npm start", { STATE_DIR: state, RUNNER_SECRET: runnerSecret });
   });
   afterAll(async () => {
     if (start) await stopNpmStart(start, recorded.length > 0 ? recorded : tree(start.leader));
@@ -262,6 +265,65 @@ describe("npm start, as it runs", () => {
     expect(checked.some((path) => path.startsWith("v3/do/ptybroker-PtySession/") && path.endsWith(".sqlite"))).toBe(true);
     expect(open).toEqual([]);
   });
+
+  it("passes on every Worker variable it is given: a runner credential signed with RUNNER_SECRET is taken", async () => {
+    const credential = await mintRunnerCredential(runnerSecret, { runnerId: "start-test-runner", tenants: null });
+    const res = await fetch(`${start.url}/internal/runners`, { headers: { authorization: `Bearer ${credential}` } });
+    expect(res.status).toBe(200);
+    const forged = await mintRunnerCredential("another-secret", { runnerId: "start-test-runner", tenants: null });
+    expect((await fetch(`${start.url}/internal/runners`, { headers: { authorization: `Bearer ${forged}` } })).status).toBe(401);
+  });
+});
+
+describe("npm start on a port that is taken", () => {
+  /** An HTTP server on a free port that answers /healthz as an edge does: another npm start, say. */
+  async function otherEdge(): Promise<{ port: number; close(): Promise<void> }> {
+    const port = await freePort();
+    const server = createHttpServer((_req, res) => res.setHeader("content-type", "application/json").end('{"ok":true}'));
+    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    return {
+      port,
+      close: () =>
+        new Promise((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    };
+  }
+
+  it("says the port is in use and by what, exits 1, and starts nothing", async () => {
+    const other = await otherEdge();
+    try {
+      const child = spawn("npm", ["start"], {
+        cwd: ROOT,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, PORT: String(other.port), API_KEYS: "dev:start-test-key", STATE_DIR: join(scratch, "busy-state") },
+      });
+      started.push(child);
+      let out = "";
+      child.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
+      child.stderr.setEncoding("utf8").on("data", (text: string) => (out += text));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+      expect(code).toBe(1);
+      expect(out).toContain(`npm start: port ${other.port} on 127.0.0.1 is in use: a ptybroker edge answers there (another npm start?). Stop it, or pick another port with PORT=…\n`);
+      expect(out).not.toContain("starting the edge");
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
+
+  it("stack.ts's startEdge fails, naming the port and who holds it, instead of taking the other edge for its own", async () => {
+    const other = await otherEdge();
+    try {
+      // The edge process sees the port taken and exits: the start fails instead of resolving with the other edge.
+      await expect(startEdge({ port: other.port, apiKeys: "dev:k", runnerToken: secret() })).rejects.toThrow(
+        `edge: port ${other.port} on 127.0.0.1 is in use: a ptybroker edge answers there (another npm start?)`,
+      );
+    } finally {
+      await other.close();
+    }
+  }, 90_000);
 });
 
 describe("INSPECT=1 npm start", () => {

@@ -1,41 +1,17 @@
-// Bindings and variables the Worker receives (wrangler.toml, `wrangler dev --var`, secrets).
+// Bindings and variables the Worker receives (wrangler.toml, `wrangler dev --var`, secrets); the
+// variables and what each means are listed once, in shared/worker-vars.ts.
 // The objects' bindings are typed by their RPC faces (rpc.ts), never by their classes, so that
 // nothing here imports an object's module.
+import type { WorkerVariable } from "../shared/worker-vars.js";
 import type { PoolRpc, SessionRpc, TenantRpc } from "./rpc.js";
 
-export interface Env {
+/** The variables, one optional string each, from the one list in shared/worker-vars.ts. */
+export type WorkerVars = { readonly [K in WorkerVariable]?: string };
+
+export interface Env extends WorkerVars {
   PTY_SESSION: DurableObjectNamespace<SessionRpc>;
   RUNNER_POOL: DurableObjectNamespace<PoolRpc>;
   TENANT: DurableObjectNamespace<TenantRpc>;
-  API_KEYS?: string;
-  RUNNER_TOKEN?: string;
-  /** Signs per-runner credentials (docs/security.md); unset = only the shared RUNNER_TOKEN. */
-  RUNNER_SECRET?: string;
-  TOKEN_SECRET?: string;
-  MAX_SESSIONS_PER_TENANT?: string;
-  MAX_CLIENTS_PER_SESSION?: string;
-  MAX_INPUT_BYTES?: string;
-  MAX_CLIENT_LAG_BYTES?: string;
-  MAX_CREATES_PER_MINUTE?: string;
-  /** How long `POST /v1/sessions` waits for the runner to start the process. */
-  START_TIMEOUT_MS?: string;
-  /** How long a running session waits for its runner's link to come back before it is `lost`. */
-  LINK_GRACE_MS?: string;
-  /** A framed client behind and silent (no ack, no frame) this long is cut (default 60 s). */
-  CLIENT_STALL_MS?: string;
-  /** `GET .../output` reads in flight per session (429 beyond). */
-  MAX_OUTPUT_READS?: string;
-  /** Defaults of the three session timers, in seconds (0 = off; docs/protocol.md §4, "Timers"). */
-  SESSION_TIMEOUT_SEC?: string;
-  SESSION_IDLE_TIMEOUT_SEC?: string;
-  SESSION_DETACHED_TIMEOUT_SEC?: string;
-  /** How long an ended session's record and output stay before they are purged. */
-  SESSION_RETAIN_SEC?: string;
-  /** Longest quiet time on an SSE stream before a keep-alive comment (default 15 s). */
-  SSE_KEEPALIVE_MS?: string;
-  /** Origins whose pages may call the REST API from a browser: comma-separated, `*` for any; unset = none. */
-  CORS_ORIGINS?: string;
-  LOG_LEVEL?: string;
 }
 
 export interface Limits {

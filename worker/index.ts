@@ -28,7 +28,8 @@ app.use("*", async (c, next) => {
 app.use("/v1/*", apiCors);
 app.use("/healthz", apiCors);
 
-app.get("/healthz", (c) => c.json({ ok: true }));
+// `instance` names this edge when EDGE_INSTANCE is set (a local start's readiness check, scripts/stack.ts).
+app.get("/healthz", (c) => c.json(c.env.EDGE_INSTANCE ? { ok: true, instance: c.env.EDGE_INSTANCE } : { ok: true }));
 
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/events", eventRoutes);
