@@ -1,7 +1,8 @@
 // `npm start` as a person runs it, and `npm run build` while a stack serves the page. npm start
 // stops every process it started on Ctrl+C, listens on nothing but its PORT and what workerd and
 // miniflare need among themselves (no inspector unless INSPECT=1), and keeps STATE_DIR its
-// owner's only (docs/security.md, "Local start").
+// owner's only (docs/security.md, "Local start"). It passes every Worker variable it is given on to
+// the edge, and on a port that is taken it says so and starts nothing (scripts/README.md).
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
@@ -10,6 +11,7 @@ import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort, ROOT, secret, startEdge } from "../scripts/stack.js";
 import { mintRunnerCredential } from "../shared/runner-credential.js";
+import { WORKER_VARIABLES, type WorkerVariable } from "../shared/worker-vars.js";
 import { commandOf, listeningOf, SuiteCleanup, until } from "./harness.js";
 
 const cleanup = new SuiteCleanup();
@@ -223,9 +225,34 @@ function notPrivate(root: string): { checked: string[]; open: string[] } {
   return { checked, open };
 }
 
+/**
+ * Every Worker variable but the four npm start and stack.ts set themselves, each with a value of
+ * its own that changes nothing the tests here see. A variable added to shared/worker-vars.ts and
+ * not here does not typecheck.
+ */
+const GIVEN_VARS = {
+  RUNNER_SECRET: "start-test-runner-secret",
+  MAX_SESSIONS_PER_TENANT: "101",
+  MAX_CLIENTS_PER_SESSION: "33",
+  MAX_INPUT_BYTES: "65537",
+  MAX_CLIENT_LAG_BYTES: "8388609",
+  MAX_CREATES_PER_MINUTE: "121",
+  START_TIMEOUT_MS: "10001",
+  LINK_GRACE_MS: "15001",
+  CLIENT_STALL_MS: "60001",
+  MAX_OUTPUT_READS: "3",
+  SESSION_TIMEOUT_SEC: "86402",
+  SESSION_IDLE_TIMEOUT_SEC: "86403",
+  SESSION_DETACHED_TIMEOUT_SEC: "86404",
+  SESSION_RETAIN_SEC: "86401",
+  SSE_KEEPALIVE_MS: "15001",
+  CORS_ORIGINS: "https://start-test.example",
+  LOG_LEVEL: "info",
+} as const satisfies Record<Exclude<WorkerVariable, "API_KEYS" | "RUNNER_TOKEN" | "TOKEN_SECRET" | "EDGE_INSTANCE">, string>;
+
 describe("npm start, as it runs", () => {
   const state = join(scratch, "private-state");
-  const runnerSecret = "start-test-runner-secret";
+  const runnerSecret = GIVEN_VARS.RUNNER_SECRET;
   let start: NpmStart;
   let recorded: number[] = [];
   beforeAll(async () => {
@@ -235,7 +262,7 @@ describe("npm start, as it runs", () => {
     chmodSync(state, 0o755);
     chmodSync(join(state, "old"), 0o755);
     chmodSync(join(state, "old/file"), 0o666);
-    start = await npmStart("npm start", { STATE_DIR: state, RUNNER_SECRET: runnerSecret });
+    start = await npmStart("npm start", { STATE_DIR: state, ...GIVEN_VARS });
   });
   afterAll(async () => {
     if (start) await stopNpmStart(start, recorded.length > 0 ? recorded : tree(start.leader));
@@ -266,7 +293,22 @@ describe("npm start, as it runs", () => {
     expect(open).toEqual([]);
   });
 
-  it("passes on every Worker variable it is given: a runner credential signed with RUNNER_SECRET is taken", async () => {
+  it("passes on every Worker variable it is given: secrets in the edge's env file, the rest as --var, none lost", async () => {
+    const edgeCommand = tree(start.leader).map(commandOf).find((command) => command.includes("scripts/edge-dev.ts"));
+    const words = (edgeCommand ?? "").split(" ");
+    const plain = new Map(words.flatMap((word, i) => (words[i - 1] === "--var" ? [[word.slice(0, word.indexOf(":")), word.slice(word.indexOf(":") + 1)]] : [])));
+    const envFile = readFileSync(words[words.indexOf("--env-file") + 1], "utf8");
+    const secrets = new Map(envFile.split("\n").map((line) => [line.slice(0, line.indexOf("=")), JSON.parse(line.slice(line.indexOf("=") + 1)) as string]));
+    for (const [name, value] of Object.entries(GIVEN_VARS)) {
+      const secret = WORKER_VARIABLES[name as WorkerVariable].secret;
+      expect([name, (secret ? secrets : plain).get(name)]).toEqual([name, value]);
+      expect([name, (secret ? plain : secrets).has(name)]).toEqual([name, false]);
+    }
+    expect([...secrets.keys()].sort()).toEqual(["API_KEYS", "RUNNER_SECRET", "RUNNER_TOKEN", "TOKEN_SECRET"]);
+    expect(plain.get("EDGE_INSTANCE")).toMatch(/^[\w-]{32}$/);
+  });
+
+  it("a runner credential signed with the RUNNER_SECRET it was given is taken, one signed otherwise is not", async () => {
     const credential = await mintRunnerCredential(runnerSecret, { runnerId: "start-test-runner", tenants: null });
     const res = await fetch(`${start.url}/internal/runners`, { headers: { authorization: `Bearer ${credential}` } });
     expect(res.status).toBe(200);
