@@ -102,9 +102,13 @@ describe("the page (Chromium)", () => {
       });
   }
 
-  it("attach and reload type no replies; a key typed after them follows the prompt; a live query is answered", async () => {
+  const DEVICES = {
+    desktop: { viewport: { width: 1280, height: 800 } },
+    phone: { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true },
+  };
+  it.each(Object.entries(DEVICES))("%s: attach and reload type no replies; a key typed after them follows the prompt; a live query is answered", async (_, device) => {
     const { id, end } = await sessionWithQueries();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    const context = await browser.newContext({ ...device, deviceScaleFactor: 1 });
     contexts.add(context);
     const page = await context.newPage();
     page.on("pageerror", (error) => pageErrors.push(error.message));
