@@ -13,6 +13,7 @@ import { toolPath } from "../scripts/test-tools.js";
 import { launchChromium } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { fetchOutput, onSharedStack, until } from "./harness.js";
+import { startProxy, type TcpProxy } from "./tcp-proxy.js";
 
 // test/ compiles without the DOM library: the little of it the page functions use.
 declare const document: { querySelectorAll(selector: string): Iterable<{ textContent: string | null }> };
@@ -28,21 +29,31 @@ const QUERIES = String.raw`\033[c\033[>c\033[6n\033]10;?\033\\\033]11;?\007\033]
 const LIVE_QUERY = String.raw`printf '\033[c'; read -rs -d c x; printf 'got %q\n' "$x"`;
 const LIVE_ANSWER = String.raw`got $'\E[?1;2'`;
 
-/** A session whose history holds the queries; answers the offset after its last prompt. */
-async function sessionWithQueries(): Promise<{ id: string; end: number }> {
+/** A session of SHELL at its first prompt. */
+async function shellSession(): Promise<string> {
   const s = await suite.session(SHELL);
   await until(async () => (await fetchOutput(api, s.id, 0)).bytes.toString("latin1") === PROMPT, 15_000, "the prompt");
-  await api.input(s.id, `printf '${QUERIES}'; echo QUERIES-DONE\n`);
+  return s.id;
+}
+
+/** A session whose history holds the queries; answers the offset after its last prompt. */
+async function sessionWithQueries(): Promise<{ id: string; end: number }> {
+  return printQueries(await shellSession());
+}
+
+/** Makes the session print the queries (no client needs to be attached); answers the offset after the prompt that follows. */
+async function printQueries(id: string): Promise<{ id: string; end: number }> {
+  await api.input(id, `printf '${QUERIES}'; echo QUERIES-DONE\n`);
   const history = await until(
     async () => {
-      const out = await fetchOutput(api, s.id, 0);
+      const out = await fetchOutput(api, id, 0);
       return out.bytes.toString("latin1").endsWith(`QUERIES-DONE\r\n${PROMPT}`) ? out : undefined;
     },
     15_000,
     "the queries in the history",
   );
   expect(history.bytes.toString("latin1")).toContain("\x1b[c\x1b[>c\x1b[6n\x1b]10;?\x1b\\");
-  return { id: s.id, end: history.to };
+  return { id, end: history.to };
 }
 
 /** The output from the last history prompt on, once it ends with `MARK` and a new prompt. */
@@ -65,6 +76,11 @@ async function afterHistory(id: string, end: number): Promise<string> {
 
 /** What a shell shows for `echo MARK` typed at its prompt, and nothing else. */
 const TYPED_ALONE = `${PROMPT}echo MARK\r\nMARK\r\n${PROMPT}`;
+
+/** A proxy to the edge that the test can refuse, so that a client reconnects and replays what it missed. */
+async function edgeProxy(): Promise<TcpProxy> {
+  return cleanup.proxy(await startProxy(Number(new URL(url).port)));
+}
 
 describe("the page (Chromium)", () => {
   let browser: Browser;
@@ -131,6 +147,32 @@ describe("the page (Chromium)", () => {
     await api.input(id, `${LIVE_QUERY}\n`);
     await waitForRow(page, LIVE_ANSWER);
   });
+
+  it("a reconnect's replay (queries printed while the page was away) types no replies", async () => {
+    const id = await shellSession();
+    const proxy = await edgeProxy();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    contexts.add(context);
+    const page = await context.newPage();
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    await page.goto(`${proxy.url}/#session=${id}`);
+    await page.locator("#apikey").fill(TENANTS.acme);
+    await page.locator("#signin").click();
+    await page.locator('#status[data-state="open"]').waitFor();
+    await waitForRow(page, PROMPT.trimEnd());
+
+    proxy.refuse(true);
+    await page.locator('#status[data-state="reconnecting"]').waitFor();
+    const { end } = await printQueries(id);
+    proxy.refuse(false);
+    await page.locator('#status[data-state="open"]').waitFor({ timeout: 30_000 });
+    await waitForRow(page, "QUERIES-DONE");
+
+    await page.locator("#terminal").click();
+    await page.keyboard.type("echo MARK");
+    await page.keyboard.press("Enter");
+    expect(await afterHistory(id, end)).toBe(TYPED_ALONE);
+  });
 });
 
 describe("the CLI (tmux)", () => {
@@ -182,5 +224,39 @@ describe("the CLI (tmux)", () => {
 
     tmux("send-keys", "-t", "replies", "C-]");
     await waitForScreen("replies", (text) => text.includes("CLI-EXIT=0"), "the CLI's exit");
+  });
+
+  it("a reconnect's replay (queries printed while the CLI was away) types no replies", async () => {
+    const id = await shellSession();
+    const proxy = await edgeProxy();
+    tmux(
+      "new-session",
+      "-d",
+      "-s",
+      "reconnect",
+      "-x",
+      "100",
+      "-y",
+      "30",
+      "-e",
+      `PTYBROKER_URL=${proxy.url}`,
+      "-e",
+      `PTYBROKER_API_KEY=${TENANTS.acme}`,
+      `node ${CLI} attach ${id}; echo CLI-EXIT=$?; exec sleep 300`,
+    );
+    tmuxStarted = true;
+    await waitForScreen("reconnect", (text) => text.split("\n").includes(PROMPT), "the prompt");
+
+    proxy.refuse(true);
+    await waitForScreen("reconnect", (text) => text.includes("connection lost"), "the CLI to notice");
+    const { end } = await printQueries(id);
+    proxy.refuse(false);
+    await waitForScreen("reconnect", (text) => text.includes("reconnected after"), "the reconnect");
+    await waitForScreen("reconnect", (text) => text.split("\n").includes("QUERIES-DONE"), "the replay of what was missed");
+
+    tmux("send-keys", "-t", "reconnect", "echo MARK", "Enter");
+    expect(await afterHistory(id, end)).toBe(TYPED_ALONE);
+    tmux("send-keys", "-t", "reconnect", "C-]");
+    await waitForScreen("reconnect", (text) => text.includes("CLI-EXIT=0"), "the CLI's exit");
   });
 });
