@@ -29,6 +29,8 @@ const REPLIES: Record<string, string> = {
   XTVERSION: `${ESC}P>|xterm.js(6.0.0)${ST}`,
   XTGETTCAP: `${ESC}P1+r544e=787465726d${ST}`,
   DA3: `${ESC}P!|00000000${ST}`,
+  "focus in (at DECSET 1004)": `${ESC}[I`,
+  "focus out": `${ESC}[O`,
 };
 
 /** What a person types: never a reply. */
@@ -45,8 +47,6 @@ const KEYS: Record<string, string> = {
   "escape then text": `${ESC}:wq\r`,
   "SGR mouse": `${ESC}[<0;10;5M`,
   "X10 mouse": `${ESC}[M !!`,
-  "focus in": `${ESC}[I`,
-  "focus out": `${ESC}[O`,
   paste: `${ESC}[200~line one\nline two${ESC}[201~`,
   "kitty key": `${ESC}[97;5u`,
   controls: "\x03\x04\x1d\x7f\t",

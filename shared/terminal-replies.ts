@@ -13,18 +13,20 @@
 //   DECRPM of an ANSI mode `ESC[4;2$y`, window reports (XTWINOPS) `ESC[8;24;80t`, DECREQTPARM
 //   `ESC[2;1;1;112;112;1;0x`. CPR has the shape of a modified F3 in xterm (`ESC[1;5R`, Ctrl+F3):
 //   such a key typed while a replay is being parsed is dropped with the replies.
+// - Focus reports `ESC[I` / `ESC[O`: a terminal sends one at once when output turns focus
+//   reporting on (DECSET 1004; xterm.js and tmux do), so a replayed `vim` start gets one too.
+//   A person's own focus change while a replay is being parsed is lost with it; the next is sent.
 // - Every OSC (`ESC]10;rgb:ffff/ffff/ffff` + BEL or ST, colours 4/10/11/12, clipboard 52, titles
 //   `ESC]l…`) and every DCS (`ESCP1$r…ST` DECRQSS, `ESCP>|…ST` XTVERSION, `ESCP1+r…ST` XTGETTCAP,
 //   `ESCP!|…ST` DA3): a keyboard never sends either.
-// Not replies, and kept: keys (`ESC[A`, `ESC[1;5A`, `ESCOP`, `ESC[15~`), mouse reports, bracketed
-// pastes, and focus reports `ESC[I` / `ESC[O`: those report what the person did (the program
-// turned them on with a mode and waits for them), they do not answer a query.
+// Not replies, and kept: keys (`ESC[A`, `ESC[1;5A`, `ESCOP`, `ESC[15~`), mouse reports and
+// bracketed pastes: what the person did.
 
 /* eslint-disable no-control-regex -- ESC, BEL and ST are what these sequences are made of */
 
 /** A complete reply starting at `lastIndex` (sticky). */
 const REPLY =
-  /\x1b(?:\[(?:[?>=][\d;:]*[\x20-\x2f]*[\x40-\x7e]|\d+;\d+R|\d+(?:;\d+)*n|\d+;\d+\$y|\d+(?:;\d+)*t|[0-3](?:;\d+)+x)|[\]P][^\x07\x1b]*(?:\x07|\x1b\\))/y;
+  /\x1b(?:\[(?:[IO]|[?>=][\d;:]*[\x20-\x2f]*[\x40-\x7e]|\d+;\d+R|\d+(?:;\d+)*n|\d+;\d+\$y|\d+(?:;\d+)*t|[0-3](?:;\d+)+x)|[\]P][^\x07\x1b]*(?:\x07|\x1b\\))/y;
 
 /**
  * The start of what could still become a reply when more input comes: from an ESC to the end of

@@ -23,7 +23,11 @@ const { url, api, cleanup } = suite;
 /** No readline: the terminal's line discipline echoes what is typed, and a resize prints nothing. */
 const PROMPT = "$ ";
 const SHELL = { command: "/bin/bash", args: ["--norc", "--noprofile", "--noediting"], env: { PS1: PROMPT } };
-/** printf's escapes for the queries a `vim` start and its kind send (ST is `\033\\`). */
+/**
+ * printf's escapes for the queries a `vim` start and its kind send (ST is `\033\\`). A real vim
+ * that starts and quits goes before them: it turns focus reports on, which xterm.js and tmux
+ * answer at once with a focus report.
+ */
 const QUERIES = String.raw`\033[c\033[>c\033[6n\033]10;?\033\\\033]11;?\007\033]4;1;?\033\\\033[?2$p\033[5n\033P$qm\033\\\033[>0q\033[18t`;
 /** A live query: DA1, read back by the shell (its answer, `ESC[?1;2c`, up to the `c`). */
 const LIVE_QUERY = String.raw`printf '\033[c'; read -rs -d c x; printf 'got %q\n' "$x"`;
@@ -43,7 +47,7 @@ async function sessionWithQueries(): Promise<{ id: string; end: number }> {
 
 /** Makes the session print the queries (no client needs to be attached); answers the offset after the prompt that follows. */
 async function printQueries(id: string): Promise<{ id: string; end: number }> {
-  await api.input(id, `printf '${QUERIES}'; echo QUERIES-DONE\n`);
+  await api.input(id, `vim -N -u DEFAULTS -i NONE -c q; printf '${QUERIES}'; echo QUERIES-DONE\n`);
   const history = await until(
     async () => {
       const out = await fetchOutput(api, id, 0);
@@ -52,7 +56,9 @@ async function printQueries(id: string): Promise<{ id: string; end: number }> {
     15_000,
     "the queries in the history",
   );
-  expect(history.bytes.toString("latin1")).toContain("\x1b[c\x1b[>c\x1b[6n\x1b]10;?\x1b\\");
+  const text = history.bytes.toString("latin1");
+  expect(text).toContain("\x1b[c\x1b[>c\x1b[6n\x1b]10;?\x1b\\");
+  expect(text).toContain("\x1b[?1004h"); // vim turned focus reports on (and off as it quit)
   return { id, end: history.to };
 }
 
