@@ -14,7 +14,8 @@
 //   `ESC[2;1;1;112;112;1;0x`. CPR has the shape of a modified F3 in xterm (`ESC[1;5R`, Ctrl+F3):
 //   such a key typed while a replay is being parsed is dropped with the replies.
 // - Focus reports `ESC[I` / `ESC[O`: a terminal sends one at once when output turns focus
-//   reporting on (DECSET 1004; xterm.js and tmux do), so a replayed `vim` start gets one too.
+//   reporting on (DECSET 1004; xterm.js does, tmux with `focus-events` on), so a replayed `vim`
+//   start gets one too.
 //   A person's own focus change while a replay is being parsed is lost with it; the next is sent.
 // - Every OSC (`ESC]10;rgb:ffff/ffff/ffff` + BEL or ST, colours 4/10/11/12, clipboard 52, titles
 //   `ESC]l…`) and every DCS (`ESCP1$r…ST` DECRQSS, `ESCP>|…ST` XTVERSION, `ESCP1+r…ST` XTGETTCAP,
