@@ -3,8 +3,16 @@
 // screen in place of its history, and detaching. This part owns the attachment: the Pty, whether
 // its session ended, and a generation that drops a connect resolved after another one began. It
 // hears of the rest of the page through `AttachmentHooks` (main.ts wires them).
+//
+// Replayed output is history: the queries in it (DA, CPR, OSC 10/11, DECRQM...) were answered
+// when they were live, and xterm.js answering them again would type the answers into the session
+// (docs/protocol.md §5, "Replies to replayed queries"). xterm.js emits its answers synchronously
+// while it parses a write, and calls that write's callback right after: so this part counts the
+// replayed writes not yet parsed, and while any is, drops the replies in what the terminal sends
+// (shared/terminal-replies.ts); keystrokes, which come from DOM events, still go.
 import type { Terminal } from "@xterm/xterm";
 import type { Pty, PtyBroker, ScreenRepaint } from "../client/index.js";
+import { stripReplies } from "../shared/terminal-replies.js";
 import type { TerminalSize } from "./size.js";
 import { exitText, isEnded, type Mode, say, setStatus, showError, ui } from "./ui.js";
 
@@ -40,6 +48,10 @@ export class Connection {
   /** Bumped by every attach and detach: a connect that resolves after another began is dropped. */
   private generation = 0;
   private ended = false;
+  /** Output now is replay: from the start of an attach, or a socket's `hello`, to its `live`. */
+  private replaying = false;
+  /** Replayed writes (and screen repaints) given to the terminal and not yet parsed by it. */
+  private unparsedReplay = 0;
 
   constructor(
     private readonly term: Terminal,
@@ -57,10 +69,22 @@ export class Connection {
     return this.ended;
   }
 
-  /** Types into the attached session, unless it is read-only. */
+  /**
+   * Types into the attached session, unless it is read-only. While replayed output is being
+   * parsed, the terminal's replies to the queries in it are left out.
+   */
   send(data: string | Uint8Array): void {
     const pty = this.pty;
-    if (pty && !pty.readOnly) pty.sendInput(data).catch(showError);
+    if (!pty || pty.readOnly) return;
+    if (this.unparsedReplay > 0 && typeof data === "string") data = stripReplies(data).kept;
+    if (data.length > 0) pty.sendInput(data).catch(showError);
+  }
+
+  /** Writes output into the terminal; replayed output is counted until the terminal has parsed it. */
+  private write(bytes: Uint8Array | string, replayed: boolean): void {
+    if (!replayed) return this.term.write(bytes);
+    this.unparsedReplay++;
+    this.term.write(bytes, () => this.unparsedReplay--);
   }
 
   detach(): void {
@@ -91,7 +115,7 @@ export class Connection {
     this.size.heard({ cols, rows });
     if (term.cols !== cols || term.rows !== rows) term.resize(cols, rows);
     term.reset();
-    term.write(data);
+    this.write(data, true);
     this.size.layout();
   }
 
@@ -100,15 +124,16 @@ export class Connection {
     const term = this.term;
     this.detach();
     const mine = ++this.generation;
+    this.replaying = true;
     setStatus("connecting");
     let next: Pty;
     try {
       next = await open({
         onData: (bytes) => {
-          if (mine === this.generation) term.write(bytes);
+          if (mine === this.generation) this.write(bytes, this.replaying);
         },
         onStderr: (bytes) => {
-          if (mine === this.generation) term.write(bytes);
+          if (mine === this.generation) this.write(bytes, this.replaying);
         },
         onScreen: (screen) => {
           if (mine === this.generation) this.drawScreen(screen);
@@ -125,11 +150,14 @@ export class Connection {
     this.pty = next;
     next.on("state", (state) => {
       if (this.pty !== next) return;
+      // A new socket (after a reconnect) replays what was missed before it goes live.
+      if (state === "open" || state === "reconnecting") this.replaying = true;
       if (!this.ended) setStatus(state);
       // A new connection: the session's size came with its `hello`; the server hears ours again.
       if (state === "open") this.size.connected(next.session);
     });
     next.on("live", () => {
+      if (this.pty === next) this.replaying = false;
       // A size that changed while this connection was still replaying is not sent to it (the edge
       // sends `resize` to clients that are live): ask for the session once replay has caught up.
       this.size.caughtUp(

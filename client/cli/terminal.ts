@@ -1,9 +1,12 @@
 // `ptybroker attach` and `run`: the local terminal joined to a remote session, like `ssh -t`.
 // Raw mode while attached; the remote size follows the local one; Ctrl+] detaches; the SDK
-// reconnects on its own and resumes by offset; the terminal is restored on every way out.
+// reconnects on its own and resumes by offset; the terminal is restored on every way out. The
+// local terminal's answers to queries in replayed output are not typed into the session
+// (replay-replies.ts).
 import { spawnSync } from "node:child_process";
 import type { ExitInfo, Pty } from "../index.js";
 import { endNote } from "./exit-status.js";
+import { ReplayReplies } from "./replay-replies.js";
 
 /** Ctrl+] — the same detach key as telnet and `docker attach`'s default family. */
 export const DETACH_BYTE = 0x1d;
@@ -95,14 +98,19 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
     const finish = (result: AttachResult) => {
       if (finished) return;
       finished = true;
-      stdin.off("data", onInput);
       stdout.off("resize", onResize);
-      process.off("exit", restore);
       for (const signal of LOCAL_SIGNALS) process.off(signal, onSignal);
-      stdin.pause();
-      restore();
       unsubscribe.forEach((off) => off());
-      resolve(result);
+      const letGo = () => {
+        stdin.off("data", onInput);
+        stdin.pause();
+        process.off("exit", restore);
+        restore();
+        resolve(result);
+      };
+      // Answers the terminal still owes for replayed queries are read and dropped first.
+      if (replies) replies.settle(letGo);
+      else letGo();
     };
 
     const send = (bytes: Buffer) => {
@@ -113,13 +121,23 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
       }
       pty.sendInput(bytes).catch((error: Error) => note(`input not delivered: ${error.message}`));
     };
-    const onInput = (chunk: Buffer) => {
+    const onInput = (chunk: Buffer) => typed(replies ? replies.input(chunk) : chunk);
+    const typed = (chunk: Buffer) => {
+      if (finished) return;
       const detachAt = raw ? chunk.indexOf(DETACH_BYTE) : -1;
       if (detachAt < 0) return send(chunk);
       send(chunk.subarray(0, detachAt));
       finish({ kind: "detached" });
       pty.close();
     };
+    // Only a terminal both writes to and reads from this process answers its output into stdin.
+    const replies =
+      raw && stdout.isTTY
+        ? new ReplayReplies({ write: (text) => stdout.write(text), release: (bytes) => typed(bytes) })
+        : undefined;
+    /** Output is replay: from the attach, or a reconnect's `open`, until `live`. */
+    let replaying = true;
+    replies?.replaying();
     const onResize = () => {
       if (pty.readOnly || !stdout.columns || !stdout.rows) return;
       pty.resize({ cols: stdout.columns, rows: stdout.rows }).catch(() => undefined);
@@ -140,7 +158,12 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
     const unsubscribe = [
       pty.on("data", (bytes) => {
         alternate.feed(bytes);
+        if (replaying) replies?.replayed(bytes);
         stdout.write(bytes);
+      }),
+      pty.on("live", () => {
+        replaying = false;
+        replies?.live();
       }),
       pty.on("screen", ({ data }) => {
         // The session's screen instead of its history (a large one): drawn from the top of a
@@ -155,6 +178,11 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
         note(`${to - from} bytes of output before offset ${to} are no longer kept`);
       }),
       pty.on("state", (state) => {
+        if (state === "open") {
+          // A new socket replays what was missed while away before it goes live.
+          replaying = true;
+          replies?.replaying();
+        }
         if (state === "reconnecting" && offlineSince === undefined) {
           offlineSince = Date.now();
           note("connection lost; reconnecting…");
