@@ -12,8 +12,8 @@ export class PtyBrokerError extends Error {
   /** Seconds to wait before retrying (429 answers). */
   readonly retryAfterSec: number | undefined;
 
-  constructor(code: ClientErrorCode, message: string, status = 0, retryAfterSec?: number) {
-    super(message);
+  constructor(code: ClientErrorCode, message: string, status = 0, retryAfterSec?: number, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = "PtyBrokerError";
     this.code = code;
     this.status = status;

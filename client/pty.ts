@@ -66,6 +66,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (options.onStdout) this.on("data", options.onStdout);
     if (options.onStderr) this.on("stderr", options.onStderr);
     if (options.onScreen) this.on("screen", options.onScreen);
+    if (options.onState) this.on("state", options.onState);
     this.on("data", (bytes) => this.chunks.push(bytes));
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -120,11 +121,27 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   connected(): Promise<void> {
     if (!this.started) {
       this.started = true;
+      this.emit("state", this.state); // `connecting`: an `onState` listener hears every state
       void this.socket.dial();
     }
     return this.ready;
   }
 
+  /**
+   * The network or the page is back (a browser's `online`, `visibilitychange` to visible,
+   * `pageshow`): reconnecting, it redials now instead of after the backoff's delay; open, it
+   * pings and redials unless the server answers within 2 s (or the heartbeat, if shorter).
+   * Costs one ping when nothing was wrong. Does nothing once closed.
+   */
+  reconnectNow(): void {
+    if (this.started) this.socket.nudge();
+  }
+
+  /**
+   * Types `data` into the session: over the open socket as keystrokes (fast, nothing is
+   * answered), or over REST while there is no socket. For an agent that needs to know where in
+   * the output the input landed (to `expect` what it caused), use `input` instead.
+   */
   async sendInput(data: string | Uint8Array): Promise<void> {
     this.assertWritable();
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
@@ -188,7 +205,12 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return session;
   }
 
-  /** A session token for this session (`viewer` reads, `writer` also types). API key only. */
+  /**
+   * A session token for this session (`viewer` reads, `writer` also types). API key only. The
+   * same call as `broker.createToken(pty.id, role)`, which also answers `expiresAt` and needs no
+   * attached terminal: hand the token to a browser or another process (`new PtyBroker({url,
+   * token})`) so it can attach without the API key.
+   */
   async token(role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<string> {
     const { token } = await this.transport.rest<{ token: string }>("POST", this.path("tokens"), {
       role,
@@ -202,7 +224,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   /**
    * Types `data` through `POST .../input` and answers `{bytes, offset}`: `offset` is the output
    * offset when the server took the input, the `from` for an `expect` that must match only what
-   * the input caused. (`sendInput` is faster for keystrokes, over the socket, and answers nothing.)
+   * the input caused. Use it to drive a program (an agent); `sendInput` is for keystrokes: over
+   * the socket, faster, and it answers nothing.
    */
   async input(data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
     this.assertWritable();
@@ -262,7 +285,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
       if (heard) return heard;
     }
     for (;;) {
-      const session = await this.transport.rest<Session>("GET", `${this.path("wait")}?timeoutSec=60`);
+      const session = await this.transport.rest<Session>("GET", `${this.path("wait")}?timeoutSec=60`, undefined, { holds: true });
       if (session.status === "exited" || session.status === "lost" || session.status === "failed") {
         const { status, exitCode, signal, reason, offset } = session;
         return { status, exitCode, signal, reason: reason ?? null, offset };
@@ -367,7 +390,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
           this.refused = new PtyBrokerError("INVALID_OFFSET", message.message, ErrorStatus.INVALID_OFFSET);
           break;
         }
-        this.emit("error", new PtyBrokerError(message.code as PtyBrokerError["code"], message.message));
+        this.emit("error", new PtyBrokerError(message.code as PtyBrokerError["code"], message.message, statusOf(message.code)));
         break;
       case "pong":
         break;
@@ -388,7 +411,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (this.exitInfo || code === CloseCode.SessionEnded) return this.finish();
     if (this.refused) return this.finish(this.refused);
     const fatal = FATAL_CLOSES[code];
-    if (fatal) return this.finish(new PtyBrokerError(fatal, reason || `closed with ${code}`));
+    if (fatal) return this.finish(new PtyBrokerError(fatal, reason || `closed with ${code}`, ErrorStatus[fatal]));
     if (!opened) {
       // A refused upgrade looks like any dropped socket in a browser: ask the API why.
       try {
@@ -437,6 +460,11 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   private path(action: string): string {
     return `/v1/sessions/${encodeURIComponent(this.id)}/${action}`;
   }
+}
+
+/** The HTTP status an API error code stands for (docs/protocol.md §2), 0 for one that is not the API's. */
+function statusOf(code: string): number {
+  return (ErrorStatus as Record<string, number | undefined>)[code] ?? 0;
 }
 
 function isFatal(error: unknown): error is PtyBrokerError {
