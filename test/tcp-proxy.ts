@@ -13,8 +13,10 @@ export interface TcpProxy {
    * A network that silently stops delivering (no reset, no FIN): open connections stall and
    * new ones are accepted but never reach the target. `blackhole(false)` ends the outage: the
    * stalled connections are reset, as they would time out; new connections work again.
+   * `{ strand: true }` leaves them stalled instead, for good (until `close()`), as after a
+   * phone changes networks: its old connections get neither an answer nor a reset.
    */
-  blackhole(on: boolean): void;
+  blackhole(on: boolean, options?: { strand?: boolean }): void;
   /**
    * Refuses the target: open connections are reset, and new ones are reset as they arrive,
    * until `refuse(false)`, like a server that is down and a host that answers with RST.
@@ -57,6 +59,8 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   /** Connections held during a blackhole, and forwarding pairs stalled by it. */
   const held = new Set<Socket>();
+  /** Connections a blackhole left stalled when it ended (`strand`): reset only by close(). */
+  const stranded = new Set<Socket>();
   let dark = false;
   let refusing = false;
   let swallowing = false;
@@ -108,7 +112,7 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
     }
   };
 
-  const blackhole = (on: boolean) => {
+  const blackhole = (on: boolean, options: { strand?: boolean } = {}) => {
     dark = on;
     if (on) {
       for (const { client, upstream, gate } of pairs) {
@@ -122,7 +126,10 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
       }
       return;
     }
-    for (const socket of [...held]) cut(socket);
+    for (const socket of [...held]) {
+      if (options.strand) stranded.add(socket);
+      else cut(socket);
+    }
     held.clear();
   };
 
@@ -149,6 +156,8 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
         close: () =>
           new Promise<void>((done) => {
             blackhole(false);
+            for (const socket of [...stranded]) cut(socket);
+            stranded.clear();
             refusing = false;
             cutAll();
             server.close(() => done());
