@@ -79,9 +79,12 @@ describe("describeFailure", () => {
     expect(describeFailure(new TypeError("fetch failed", { cause: reset }))).toBe("fetch failed (UND_ERR_SOCKET: other side closed)");
   });
 
-  it("an AggregateError cause (one error per address tried) is read by its first error", () => {
-    const all = Object.assign(new AggregateError([refused]), { code: "ECONNREFUSED" });
-    expect(describeFailure(new TypeError("fetch failed", { cause: all }))).toBe("fetch failed (connect ECONNREFUSED 127.0.0.1:9)");
+  it("an AggregateError cause (one error per address tried) is read by its errors", () => {
+    const v6 = Object.assign(new Error("connect ECONNREFUSED ::1:9"), { code: "ECONNREFUSED" });
+    const all = Object.assign(new AggregateError([v6, refused]), { code: "ECONNREFUSED" });
+    expect(describeFailure(new TypeError("fetch failed", { cause: all }))).toBe(
+      "fetch failed (connect ECONNREFUSED ::1:9; connect ECONNREFUSED 127.0.0.1:9)",
+    );
   });
 
   it("a failure without a cause (a browser's) is its message", () => {

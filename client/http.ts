@@ -135,11 +135,11 @@ function anySignal(signals: AbortSignal[]): AbortSignal | null {
  */
 export function describeFailure(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  let cause = (error as { cause?: unknown } | undefined)?.cause;
-  if (cause instanceof AggregateError && cause.errors.length > 0 && !cause.message) cause = cause.errors[0];
-  if (!(cause instanceof Error) && typeof cause !== "object") return message;
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  if (typeof cause !== "object" || cause === null) return message;
   const code = (cause as { code?: unknown }).code;
-  const text = (cause as { message?: unknown }).message;
+  const each = cause instanceof AggregateError ? cause.errors.map((e) => (e as Error)?.message).filter(Boolean) : [];
+  const text = (cause as { message?: unknown }).message || each.join("; ");
   const parts: string[] = [];
   if (typeof code === "string" && !(typeof text === "string" && text.includes(code))) parts.push(code);
   if (typeof text === "string" && text) parts.push(text);
