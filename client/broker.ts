@@ -12,7 +12,7 @@ import type {
 } from "../shared/session.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PATIENCE_NEEDED_SEC } from "./patience.js";
-import { PtyBrokerError } from "./errors.js";
+import { isFatal, PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
 import { Http } from "./http.js";
 import { Pty } from "./pty.js";
@@ -392,8 +392,7 @@ export class PtyBroker {
     try {
       return autoStart(await this.get(id));
     } catch (error) {
-      const code = error instanceof PtyBrokerError ? error.code : undefined;
-      if (code === "UNAUTHORIZED" || code === "FORBIDDEN" || code === "NOT_FOUND") throw error;
+      if (isFatal(error)) throw error;
       return undefined; // the socket will retry as usual; a replay of everything is never wrong
     }
   }

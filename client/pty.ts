@@ -11,7 +11,7 @@ import { encodeInput, type ExitInfo, type ServerMessage } from "../shared/protoc
 import { SIGNALS, type Session, type SignalName } from "../shared/session.js";
 import type { ExpectOptions, InputOptions, InputResult, RunOptions, ScreenRepaint } from "./agent.js";
 import { Emitter } from "./emitter.js";
-import { PtyBrokerError } from "./errors.js";
+import { closeRefusal, isFatal, PtyBrokerError, statusOf } from "./errors.js";
 import { OutputChunks } from "./pty-chunks.js";
 import { OutputOffsets } from "./pty-offsets.js";
 import { PtySocket } from "./pty-socket.js";
@@ -19,12 +19,6 @@ import type { ConnectionState, ConnectOptions, PtyEvents, PtyTransport, SessionP
 
 /** Input is sent in pieces well under the edge's default limit (MAX_INPUT_BYTES, 64 KiB). */
 const INPUT_PIECE_BYTES = 32 * 1024;
-
-const FATAL_CLOSES: Record<number, "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND"> = {
-  [CloseCode.Unauthorized]: "UNAUTHORIZED",
-  [CloseCode.Forbidden]: "FORBIDDEN",
-  [CloseCode.NotFound]: "NOT_FOUND",
-};
 
 export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array> {
   /** The session as last heard: from `hello`, then kept up to date by resize and exit. */
@@ -128,19 +122,16 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   }
 
   /**
-   * The network or the page is back (a browser's `online`, `visibilitychange` to visible,
-   * `pageshow`): reconnecting, it redials now instead of after the backoff's delay; open, it
-   * pings and redials unless the server answers within 2 s (or the heartbeat, if shorter).
-   * Costs one ping when nothing was wrong. Does nothing once closed.
+   * The network or the page is back (`online`, `visibilitychange`, `pageshow`): reconnecting, it
+   * redials now, not after the backoff; open, it pings and redials unless answered within 2 s.
    */
   reconnectNow(): void {
     if (this.started) this.socket.nudge();
   }
 
   /**
-   * Types `data` into the session: over the open socket as keystrokes (fast, nothing is
-   * answered), or over REST while there is no socket. For an agent that needs to know where in
-   * the output the input landed (to `expect` what it caused), use `input` instead.
+   * Types keystrokes: over the open socket (fast, nothing answered), else over REST. An agent
+   * that needs the output offset its input landed at (an `expect`'s `from`) uses `input`.
    */
   async sendInput(data: string | Uint8Array): Promise<void> {
     this.assertWritable();
@@ -206,10 +197,9 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   }
 
   /**
-   * A session token for this session (`viewer` reads, `writer` also types). API key only. The
-   * same call as `broker.createToken(pty.id, role)`, which also answers `expiresAt` and needs no
-   * attached terminal: hand the token to a browser or another process (`new PtyBroker({url,
-   * token})`) so it can attach without the API key.
+   * A session token for this session (`viewer` reads, `writer` also types), for a browser or
+   * another process to attach without the API key. API key only. `broker.createToken(id, role)`
+   * is the same call by id, answering `expiresAt` too.
    */
   async token(role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<string> {
     const { token } = await this.transport.rest<{ token: string }>("POST", this.path("tokens"), {
@@ -410,8 +400,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (this.state === "closed") return;
     if (this.exitInfo || code === CloseCode.SessionEnded) return this.finish();
     if (this.refused) return this.finish(this.refused);
-    const fatal = FATAL_CLOSES[code];
-    if (fatal) return this.finish(new PtyBrokerError(fatal, reason || `closed with ${code}`, ErrorStatus[fatal]));
+    const fatal = closeRefusal(code, reason);
+    if (fatal) return this.finish(fatal);
     if (!opened) {
       // A refused upgrade looks like any dropped socket in a browser: ask the API why.
       try {
@@ -461,16 +451,3 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return `/v1/sessions/${encodeURIComponent(this.id)}/${action}`;
   }
 }
-
-/** The HTTP status an API error code stands for (docs/protocol.md §2), 0 for one that is not the API's. */
-function statusOf(code: string): number {
-  return (ErrorStatus as Record<string, number | undefined>)[code] ?? 0;
-}
-
-function isFatal(error: unknown): error is PtyBrokerError {
-  return (
-    error instanceof PtyBrokerError &&
-    (error.code === "UNAUTHORIZED" || error.code === "FORBIDDEN" || error.code === "NOT_FOUND")
-  );
-}
-
