@@ -3,8 +3,8 @@
 // blackhole drops everything without a reset; it ends with `strand`, so the connections it
 // caught stay dead (a phone that changed networks), and only a client's own deadlines or a nudge
 // get it out. Asserted: the SDK in Node and the page in Chromium are open again soon after the
-// network is back, with every byte they missed exactly once; and the page's `online` and
-// `visibilitychange` events redial before its heartbeat could have noticed.
+// network is back, with every byte they missed exactly once; and the page's `online`,
+// `visibilitychange` and `pageshow` events redial before its heartbeat could have noticed.
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,6 +28,7 @@ declare const MutationObserver: new (callback: () => void) => {
   observe(target: PageElement, options: { attributes: boolean; attributeFilter: string[] }): void;
 };
 declare const Event: new (type: string) => unknown;
+declare const PageTransitionEvent: new (type: string, init: { persisted: boolean }) => unknown;
 declare const window: { statesSeen?: string[]; dispatchEvent(event: unknown): boolean };
 
 const suite = onSharedStack();
@@ -117,7 +118,7 @@ describe("the page: a reconnect caught in a silent drop, and the browser's nudge
   });
 
   /** The page through `proxy`, signed in and attached to a new bash session; the badge's states are recorded. */
-  async function attached(proxy: TcpProxy): Promise<{ page: Page; id: string; errors: string[] }> {
+  async function attached(proxy: TcpProxy): Promise<{ context: BrowserContext; page: Page; id: string; errors: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
     contexts.push(context);
     const page = await context.newPage();
@@ -135,7 +136,7 @@ describe("the page: a reconnect caught in a silent drop, and the browser's nudge
       window.statesSeen = seen;
       new MutationObserver(() => seen.push(badge.dataset.state ?? "")).observe(badge, { attributes: true, attributeFilter: ["data-state"] });
     });
-    return { page, id: session.id, errors };
+    return { context, page, id: session.id, errors };
   }
 
   /** The marks the page's terminal shows, in order (its rows joined: a long line wraps). */
@@ -174,30 +175,38 @@ describe("the page: a reconnect caught in a silent drop, and the browser's nudge
     expect(errors).toEqual([]);
   });
 
-  it("online and visibilitychange (hidden, then visible) redial a dead socket at once, before the heartbeat could notice", async () => {
+  it("online, visibilitychange (hidden, then visible) and pageshow (from the cache) redial a dead socket at once, before the heartbeat could notice", async () => {
     const proxy = await proxied();
-    const { page, id, errors } = await attached(proxy);
-    await api.input(id, marks(50, 0.4));
+    const { context, page, id, errors } = await attached(proxy);
+    await api.input(id, marks(60, 0.4));
     await until(async () => (await shownMarks(page)).includes("03"), 15_000, "the first marks on the page");
-    const nudges: Record<string, () => Promise<void>> = {
-      online: () =>
-        page.evaluate(() => {
-          window.dispatchEvent(new Event("online"));
-        }),
-      visibilitychange: () =>
-        page.evaluate(() => {
-          const shown = (state: string) => {
-            Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
-            document.dispatchEvent(new Event("visibilitychange"));
-          };
-          shown("hidden");
-          shown("visible");
-        }),
+    const nudges: Record<string, { before?: () => Promise<void>; nudge: () => Promise<void> }> = {
+      // Chromium's own `online` event: offline emulation leaves an open socket be, coming back online fires it.
+      online: { before: () => context.setOffline(true), nudge: () => context.setOffline(false) },
+      visibilitychange: {
+        nudge: () =>
+          page.evaluate(() => {
+            const shown = (state: string) => {
+              Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });
+              document.dispatchEvent(new Event("visibilitychange"));
+            };
+            shown("hidden");
+            shown("visible");
+          }),
+      },
+      // A page restored from the back-forward cache (a `pageshow` that is not persisted is a first load: ignored).
+      pageshow: {
+        nudge: () =>
+          page.evaluate(() => {
+            window.dispatchEvent(new PageTransitionEvent("pageshow", { persisted: true }));
+          }),
+      },
     };
-    for (const [name, nudge] of Object.entries(nudges)) {
+    for (const [name, { before, nudge }] of Object.entries(nudges)) {
       await page.evaluate(() => (window.statesSeen ?? []).splice(0));
       // The socket goes dead: output keeps coming to the edge, none reaches the page.
       const offset = (await api.get(id)).offset;
+      await before?.();
       proxy.blackhole(true);
       await until(async () => (await api.get(id)).offset > offset, 5_000, "output the page misses");
       proxy.blackhole(false, { strand: true });
@@ -209,8 +218,8 @@ describe("the page: a reconnect caught in a silent drop, and the browser's nudge
       expect(Date.now() - back, `${name}: open again`).toBeLessThan(6_000);
       expect(await statesSeen(page)).toEqual(["reconnecting", "open"]);
     }
-    await until(async () => (await shownMarks(page)).length === 50, 30_000, "every mark on the page");
-    expect(await shownMarks(page)).toEqual(allMarks(50));
+    await until(async () => (await shownMarks(page)).length === 60, 30_000, "every mark on the page");
+    expect(await shownMarks(page)).toEqual(allMarks(60));
     expect(errors).toEqual([]);
   });
 });
