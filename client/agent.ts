@@ -142,7 +142,7 @@ export class AgentCalls {
   async expect(pattern: string | RegExp, options: ExpectOptions = {}): Promise<ExpectResult> {
     const body = expectBody(pattern, options);
     const patient = (options.timeoutSec ?? 30) > PATIENCE_NEEDED_SEC;
-    return this.http.json<ExpectResult>("POST", this.path("expect"), body, { signal: options.signal, patient });
+    return this.http.json<ExpectResult>("POST", this.path("expect"), body, { signal: options.signal, patient, holds: true });
   }
 
   /**
@@ -159,7 +159,7 @@ export class AgentCalls {
     const body: Record<string, unknown> = { command };
     if (options.timeoutSec !== undefined) body.timeoutSec = options.timeoutSec;
     const patient = (options.timeoutSec ?? 30) > PATIENCE_NEEDED_SEC;
-    return this.http.json<RunResult>("POST", this.path("run"), body, { signal: options.signal, patient });
+    return this.http.json<RunResult>("POST", this.path("run"), body, { signal: options.signal, patient, holds: true });
   }
 
   /** The commands the shell ran (typed by anyone, or by `run`), oldest first: the last `limit` (≤ 1000). */

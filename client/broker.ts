@@ -12,7 +12,7 @@ import type {
 } from "../shared/session.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PATIENCE_NEEDED_SEC } from "./patience.js";
-import { PtyBrokerError } from "./errors.js";
+import { isFatal, PtyBrokerError } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
 import { Http } from "./http.js";
 import { Pty } from "./pty.js";
@@ -31,6 +31,12 @@ export interface PtyBrokerOptions {
    * the Authorization header), the global WebSocket elsewhere.
    */
   WebSocket?: (new (url: string) => SocketLike) | undefined;
+  /**
+   * Deadline of each REST call the server answers at once, in ms (default 10 s): one that gets
+   * no answer in time fails as `NETWORK` naming the call. Calls the server holds on purpose
+   * (`run`, `expect`, `wait`, `exec`, `events()`) are bound by their own `timeoutSec` instead.
+   */
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -125,7 +131,7 @@ export class PtyBroker {
   private factory: Promise<{ open: SocketFactory; headers: boolean }> | undefined;
 
   constructor(private readonly options: PtyBrokerOptions) {
-    this.http = new Http(options.url, { apiKey: options.apiKey, token: options.token }, options.fetch);
+    this.http = new Http(options.url, { apiKey: options.apiKey, token: options.token }, options.fetch, options.timeoutMs);
   }
 
   /** The edge's base URL, without a trailing slash. */
@@ -133,14 +139,38 @@ export class PtyBroker {
     return this.http.base;
   }
 
-  /** Creates a session and attaches to it from its first byte. */
+  /**
+   * Creates a session and attaches to it from its first byte: answers a `Pty` (a socket that
+   * streams output and takes keystrokes). For a session driven by REST alone (`run`, `input`,
+   * `expect`, `screen`, by id) or attached later, elsewhere or by someone else, use
+   * `createSession`, which opens no socket.
+   */
   async create(options: CreateOptions & ConnectOptions = {}): Promise<Pty> {
-    const { from: _from, onData, onStdout, onStderr, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs, ...body } = options;
+    const {
+      from: _from,
+      onData,
+      onStdout,
+      onStderr,
+      onScreen,
+      onState,
+      onLag,
+      reconnect,
+      heartbeatMs,
+      connectTimeoutMs,
+      openTimeoutMs,
+      ...body
+    } = options;
     const session = await this.createSession(body);
-    return this.connect(session.id, { from: 0, onData, onStdout, onStderr, onScreen, onLag, reconnect, heartbeatMs, connectTimeoutMs });
+    return this.connect(session.id, {
+      from: 0,
+      ...{ onData, onStdout, onStderr, onScreen, onState, onLag, reconnect, heartbeatMs, connectTimeoutMs, openTimeoutMs },
+    });
   }
 
-  /** Creates a session without attaching to it. */
+  /**
+   * Creates a session without attaching to it: answers the Session record. Its output is kept
+   * all the same; `connect(id)` replays it later. See `create` for a session attached at once.
+   */
   createSession(body: CreateOptions = {}): Promise<Session> {
     return this.http.json<Session>("POST", "/v1/sessions", body);
   }
@@ -157,7 +187,7 @@ export class PtyBroker {
       id,
       {
         openSocket: (sessionId, query) => this.openSocket(sessionId, query),
-        rest: (method, path, body) => this.http.json(method, path, body),
+        rest: (method, path, body, options) => this.http.json(method, path, body, options),
         calls: new AgentCalls(this.http, id),
         recording: (sessionId, range) => this.recording(sessionId, range),
       },
@@ -227,13 +257,16 @@ export class PtyBroker {
 
   /** The session once it has ended, or as it is after `timeoutSec` (default 30, at most 300). */
   wait(id: string, options: { timeoutSec?: number | undefined } = {}): Promise<Session> {
-    return this.http.json("GET", `${this.path(id)}/wait${options.timeoutSec ? `?timeoutSec=${options.timeoutSec}` : ""}`);
+    const query = options.timeoutSec ? `?timeoutSec=${options.timeoutSec}` : "";
+    return this.http.json("GET", `${this.path(id)}/wait${query}`, undefined, { holds: true });
   }
 
   /**
    * Types `data` into the session (`POST .../input`) and answers `{bytes, offset}`: `offset` is
    * where whatever the input causes starts in the output (`expect`'s `from`). With an
-   * `idempotencyKey` the input is applied once however often the request is repeated.
+   * `idempotencyKey` the input is applied once however often the request is repeated. Needs no
+   * attached terminal; an attached `Pty`'s `sendInput` types over its socket instead (faster,
+   * answers nothing): keystrokes go there, an agent's commands here.
    */
   input(id: string, data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
     return new AgentCalls(this.http, id).input(data, options);
@@ -293,7 +326,7 @@ export class PtyBroker {
     const { signal, ...body } = options;
     // The answer comes when the command ends, up to an hour later: outlast Node's 300 s limit.
     const patient = (body.timeoutSec ?? 60) > PATIENCE_NEEDED_SEC;
-    return this.http.json("POST", "/v1/exec", { command, ...body }, { patient, signal });
+    return this.http.json("POST", "/v1/exec", { command, ...body }, { patient, signal, holds: true });
   }
 
   /**
@@ -333,7 +366,12 @@ export class PtyBroker {
     return this.http.send("GET", `${this.path(id)}/recording${query.size ? `?${query}` : ""}`);
   }
 
-  /** Mints a session token (API key only): `viewer` reads, `writer` also types. */
+  /**
+   * Mints a session token (API key only): `viewer` reads, `writer` also types; answers it and
+   * its `expiresAt`. Give it to a browser or another process (`new PtyBroker({ url, token })`)
+   * so it can attach to this one session without the API key. `pty.token(role)` is the same
+   * call for an attached terminal's session, answering the token alone.
+   */
   createToken(id: string, role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<{ token: string; expiresAt: string }> {
     return this.http.json("POST", `${this.path(id)}/tokens`, { role, ttlSec: options.ttlSec });
   }
@@ -354,8 +392,7 @@ export class PtyBroker {
     try {
       return autoStart(await this.get(id));
     } catch (error) {
-      const code = error instanceof PtyBrokerError ? error.code : undefined;
-      if (code === "UNAUTHORIZED" || code === "FORBIDDEN" || code === "NOT_FOUND") throw error;
+      if (isFatal(error)) throw error;
       return undefined; // the socket will retry as usual; a replay of everything is never wrong
     }
   }

@@ -255,7 +255,7 @@ export class EventStream implements AsyncIterableIterator<BrokerEvent> {
     if (last !== undefined) headers["last-event-id"] = String(last);
     let res: Response;
     try {
-      res = await this.http.send("GET", "/v1/events", undefined, { signal: connection.signal, headers });
+      res = await this.http.send("GET", "/v1/events", undefined, { signal: connection.signal, headers, holds: true });
     } catch (error) {
       connection.abort(); // whatever the failed attempt left (a 4xx body unread, say) is let go
       if (this.connection === connection) this.connection = undefined;

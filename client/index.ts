@@ -17,6 +17,7 @@ export {
   type PtyEvents,
   type DataListener,
   type SessionPatch,
+  type SocketLike,
 } from "./pty-types.js";
 export {
   type InputOptions,

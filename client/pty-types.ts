@@ -55,12 +55,24 @@ export interface ConnectOptions {
   onStderr?: DataListener | undefined;
   /** Listens to `screen` events from the start (see `PtyEvents.screen`). */
   onScreen?: ((screen: ScreenRepaint) => void) | undefined;
+  /**
+   * Listens to `state` events from the start: `connecting` first, then `open` (before `create`
+   * or `connect` resolves), then `reconnecting`/`open` as the connection drops and comes back,
+   * and `closed` last. A listener added with `pty.on("state")` after the await sees only what
+   * follows `open`.
+   */
+  onState?: ((state: ConnectionState) => void) | undefined;
   /** Reconnect backoff: exponential from `baseMs` to `maxMs`, with jitter. */
   reconnect?: { baseMs?: number | undefined; maxMs?: number | undefined } | undefined;
   /** Ping interval; a socket silent for two intervals is given up and redialled. Default 5 s. */
   heartbeatMs?: number | undefined;
   /** Give up connecting (reject) when the first connection is not up after this. Default 30 s. */
   connectTimeoutMs?: number | undefined;
+  /**
+   * One attempt to open the socket (its token, where one is minted, then its handshake) that
+   * is not open within this is given up and redialled. Default 10 s.
+   */
+  openTimeoutMs?: number | undefined;
 }
 
 /** What `update()` may change (`PATCH /v1/sessions/:id`); at least one field. */
@@ -79,7 +91,8 @@ export interface SessionPatch {
 export interface PtyTransport {
   /** Opens a socket to the session's connect URL. */
   openSocket(id: string, query: SocketQuery): Promise<SocketLike>;
-  rest<T>(method: string, path: string, body?: unknown): Promise<T>;
+  /** A REST call; `holds`: the server holds the answer on purpose (no deadline of the SDK's own). */
+  rest<T>(method: string, path: string, body?: unknown, options?: { holds?: boolean | undefined }): Promise<T>;
   /** The agent layer's calls for this session. */
   calls: AgentCalls;
   /** `GET .../recording` as text. */

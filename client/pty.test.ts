@@ -97,7 +97,9 @@ async function attached(options: ConstructorParameters<typeof Pty>[3] = {}) {
   return { pty, sockets, received, restCalls };
 }
 
+/** Waits for `check`, always past the microtasks now queued: a socket reaches the Pty some promise turns after it is made. */
 async function until(check: () => boolean): Promise<void> {
+  await new Promise((r) => setTimeout(r, 0));
   for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 1));
   expect(check()).toBe(true);
 }

@@ -11,7 +11,7 @@ import { encodeInput, type ExitInfo, type ServerMessage } from "../shared/protoc
 import { SIGNALS, type Session, type SignalName } from "../shared/session.js";
 import type { ExpectOptions, InputOptions, InputResult, RunOptions, ScreenRepaint } from "./agent.js";
 import { Emitter } from "./emitter.js";
-import { PtyBrokerError } from "./errors.js";
+import { closeRefusal, isFatal, PtyBrokerError, statusOf } from "./errors.js";
 import { OutputChunks } from "./pty-chunks.js";
 import { OutputOffsets } from "./pty-offsets.js";
 import { PtySocket } from "./pty-socket.js";
@@ -19,12 +19,6 @@ import type { ConnectionState, ConnectOptions, PtyEvents, PtyTransport, SessionP
 
 /** Input is sent in pieces well under the edge's default limit (MAX_INPUT_BYTES, 64 KiB). */
 const INPUT_PIECE_BYTES = 32 * 1024;
-
-const FATAL_CLOSES: Record<number, "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND"> = {
-  [CloseCode.Unauthorized]: "UNAUTHORIZED",
-  [CloseCode.Forbidden]: "FORBIDDEN",
-  [CloseCode.NotFound]: "NOT_FOUND",
-};
 
 export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array> {
   /** The session as last heard: from `hello`, then kept up to date by resize and exit. */
@@ -66,6 +60,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (options.onStdout) this.on("data", options.onStdout);
     if (options.onStderr) this.on("stderr", options.onStderr);
     if (options.onScreen) this.on("screen", options.onScreen);
+    if (options.onState) this.on("state", options.onState);
     this.on("data", (bytes) => this.chunks.push(bytes));
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
@@ -120,11 +115,24 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   connected(): Promise<void> {
     if (!this.started) {
       this.started = true;
+      this.emit("state", this.state); // `connecting`: an `onState` listener hears every state
       void this.socket.dial();
     }
     return this.ready;
   }
 
+  /**
+   * The network or the page is back (`online`, `visibilitychange`, `pageshow`): reconnecting, it
+   * redials now, not after the backoff; open, it pings and redials unless answered within 2 s.
+   */
+  reconnectNow(): void {
+    if (this.started) this.socket.nudge();
+  }
+
+  /**
+   * Types keystrokes: over the open socket (fast, nothing answered), else over REST. An agent
+   * that needs the output offset its input landed at (an `expect`'s `from`) uses `input`.
+   */
   async sendInput(data: string | Uint8Array): Promise<void> {
     this.assertWritable();
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
@@ -188,7 +196,11 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return session;
   }
 
-  /** A session token for this session (`viewer` reads, `writer` also types). API key only. */
+  /**
+   * A session token for this session (`viewer` reads, `writer` also types), for a browser or
+   * another process to attach without the API key. API key only. `broker.createToken(id, role)`
+   * is the same call by id, answering `expiresAt` too.
+   */
   async token(role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<string> {
     const { token } = await this.transport.rest<{ token: string }>("POST", this.path("tokens"), {
       role,
@@ -202,7 +214,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   /**
    * Types `data` through `POST .../input` and answers `{bytes, offset}`: `offset` is the output
    * offset when the server took the input, the `from` for an `expect` that must match only what
-   * the input caused. (`sendInput` is faster for keystrokes, over the socket, and answers nothing.)
+   * the input caused. Use it to drive a program (an agent); `sendInput` is for keystrokes: over
+   * the socket, faster, and it answers nothing.
    */
   async input(data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
     this.assertWritable();
@@ -262,7 +275,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
       if (heard) return heard;
     }
     for (;;) {
-      const session = await this.transport.rest<Session>("GET", `${this.path("wait")}?timeoutSec=60`);
+      const session = await this.transport.rest<Session>("GET", `${this.path("wait")}?timeoutSec=60`, undefined, { holds: true });
       if (session.status === "exited" || session.status === "lost" || session.status === "failed") {
         const { status, exitCode, signal, reason, offset } = session;
         return { status, exitCode, signal, reason: reason ?? null, offset };
@@ -367,7 +380,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
           this.refused = new PtyBrokerError("INVALID_OFFSET", message.message, ErrorStatus.INVALID_OFFSET);
           break;
         }
-        this.emit("error", new PtyBrokerError(message.code as PtyBrokerError["code"], message.message));
+        this.emit("error", new PtyBrokerError(message.code as PtyBrokerError["code"], message.message, statusOf(message.code)));
         break;
       case "pong":
         break;
@@ -387,8 +400,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (this.state === "closed") return;
     if (this.exitInfo || code === CloseCode.SessionEnded) return this.finish();
     if (this.refused) return this.finish(this.refused);
-    const fatal = FATAL_CLOSES[code];
-    if (fatal) return this.finish(new PtyBrokerError(fatal, reason || `closed with ${code}`));
+    const fatal = closeRefusal(code, reason);
+    if (fatal) return this.finish(fatal);
     if (!opened) {
       // A refused upgrade looks like any dropped socket in a browser: ask the API why.
       try {
@@ -438,11 +451,3 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return `/v1/sessions/${encodeURIComponent(this.id)}/${action}`;
   }
 }
-
-function isFatal(error: unknown): error is PtyBrokerError {
-  return (
-    error instanceof PtyBrokerError &&
-    (error.code === "UNAUTHORIZED" || error.code === "FORBIDDEN" || error.code === "NOT_FOUND")
-  );
-}
-

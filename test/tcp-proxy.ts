@@ -13,8 +13,11 @@ export interface TcpProxy {
    * A network that silently stops delivering (no reset, no FIN): open connections stall and
    * new ones are accepted but never reach the target. `blackhole(false)` ends the outage: the
    * stalled connections are reset, as they would time out; new connections work again.
+   * `{ strand: true }` leaves those that lost bytes in the blackhole (a request, a ping, output)
+   * stalled instead, for good (until `close()`), as after a phone changes networks: such a
+   * connection gets neither an answer nor a reset; idle ones are reset, found dead on return.
    */
-  blackhole(on: boolean): void;
+  blackhole(on: boolean, options?: { strand?: boolean }): void;
   /**
    * Refuses the target: open connections are reset, and new ones are reset as they arrive,
    * until `refuse(false)`, like a server that is down and a host that answers with RST.
@@ -57,6 +60,17 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   /** Connections held during a blackhole, and forwarding pairs stalled by it. */
   const held = new Set<Socket>();
+  /** Connections a blackhole left stalled when it ended (`strand`): reset only by close(). */
+  const stranded = new Set<Socket>();
+  /** Held connections that lost bytes in the blackhole, either way: the ones `strand` leaves stalled. */
+  const caught = new Set<Socket>();
+  /** In a blackhole a socket's bytes are read and dropped, as a dead network drops packets. */
+  const drop = (socket: Socket, pair: Socket[]) => {
+    socket.on("data", () => {
+      for (const s of pair) caught.add(s);
+    });
+    socket.resume();
+  };
   let dark = false;
   let refusing = false;
   let swallowing = false;
@@ -71,6 +85,7 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
       held.add(client);
       client.on("error", () => undefined);
       client.on("close", () => held.delete(client));
+      drop(client, [client]);
       return;
     }
     const upstream = connect({ host: "127.0.0.1", port: targetPort });
@@ -84,16 +99,20 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
     pairs.add(pair);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    // A failure on either side resets the other; a clean close is passed on as a clean end.
+    // A failure on either side resets the other; a clean close is passed on as a clean end;
+    // neither crosses a blackhole (a stalled socket hears nothing from the other side).
     // The pair counts as open until both sides have closed.
     let open = 2;
+    const dead = (socket: Socket) => held.has(socket) || stranded.has(socket);
     const closed = (other: Socket) => (hadError: boolean) => {
-      if (hadError) cut(other);
+      if (dead(other)) {
+        // nothing crosses
+      } else if (hadError) cut(other);
       else if (!other.destroyed) other.end();
       if (--open === 0) pairs.delete(pair);
     };
-    client.on("error", () => cut(upstream));
-    upstream.on("error", () => cut(client));
+    client.on("error", () => dead(upstream) || cut(upstream));
+    upstream.on("error", () => dead(client) || cut(client));
     client.on("close", closed(upstream));
     upstream.on("close", closed(client));
     client.pipe(gate).pipe(upstream);
@@ -108,22 +127,26 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
     }
   };
 
-  const blackhole = (on: boolean) => {
+  const blackhole = (on: boolean, options: { strand?: boolean } = {}) => {
     dark = on;
     if (on) {
       for (const { client, upstream, gate } of pairs) {
         client.unpipe(gate);
         gate.unpipe(upstream);
         upstream.unpipe(client);
-        client.pause();
-        upstream.pause();
+        drop(client, [client, upstream]);
+        drop(upstream, [client, upstream]);
         held.add(client);
         held.add(upstream);
       }
       return;
     }
-    for (const socket of [...held]) cut(socket);
+    for (const socket of [...held]) {
+      if (options.strand && caught.has(socket)) stranded.add(socket);
+      else cut(socket);
+    }
     held.clear();
+    caught.clear();
   };
 
   return new Promise((resolve, reject) => {
@@ -149,6 +172,8 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
         close: () =>
           new Promise<void>((done) => {
             blackhole(false);
+            for (const socket of [...stranded]) cut(socket);
+            stranded.clear();
             refusing = false;
             cutAll();
             server.close(() => done());

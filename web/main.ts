@@ -180,6 +180,12 @@ list.listen();
 WIDE.addEventListener("change", () => setDrawer(WIDE.matches || connection.attached === null));
 // A fragment edited by hand (or a share link pasted into this tab) starts over from it.
 window.addEventListener("hashchange", () => location.reload());
+// Back on a network, in view, or out of the back-forward cache: redial now rather than after the
+// backoff, or check that an open socket still answers (docs/protocol.md §5, "What a client does on reconnect").
+const nudge = () => connection.attached?.reconnectNow();
+window.addEventListener("online", nudge);
+window.addEventListener("pageshow", (event) => event.persisted && nudge());
+document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && nudge());
 
 // ---- start ----
 
