@@ -1,5 +1,6 @@
 // The drawer: the session list (render, refresh, kill, purge, create) and whether it is open (a
-// drawer over the terminal on a phone, a column beside it from 900 px on). This part owns the
+// drawer over the terminal on a phone, a narrow column beside it from 900 px on, which the menu
+// button folds away). This part owns the
 // sessions last listed and the "Purge ended" confirmation; it hears of the broker and the
 // attached terminal through `ListHooks` (main.ts wires them).
 import { type Pty, type PtyBroker, PtyBrokerError, type EndReason, type Session } from "../client/index.js";
@@ -222,6 +223,10 @@ export class SessionList {
     try {
       await this.hooks.attach(({ onData }) => b.create({ ...size, ...(label ? { label } : {}), onData }));
       ui.label.value = "";
+    } catch (error) {
+      // Nothing was attached (a 429, a 4xx): on a phone the list comes back, to try again from.
+      if (this.hooks.attachedId() === null) setDrawer(true);
+      throw error;
     } finally {
       await this.refresh(); // created even if attaching failed
     }
