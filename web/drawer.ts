@@ -6,7 +6,7 @@
 import { type Pty, type PtyBroker, PtyBrokerError, type EndReason, type Session } from "../client/index.js";
 import type { Feed } from "./connection.js";
 import type { Size } from "./size.js";
-import { act, exitText, isEnded, ui } from "./ui.js";
+import { act, exitText, isEnded, setStatus, ui } from "./ui.js";
 
 const SHOW_ENDED_STORAGE = "ptybroker.showEnded";
 /** From this width on the session list is a column beside the terminal, not a drawer over it. */
@@ -224,8 +224,12 @@ export class SessionList {
       await this.hooks.attach(({ onData }) => b.create({ ...size, ...(label ? { label } : {}), onData }));
       ui.label.value = "";
     } catch (error) {
-      // Nothing was attached (a 429, a 4xx): on a phone the list comes back, to try again from.
-      if (this.hooks.attachedId() === null) setDrawer(true);
+      // Nothing was attached (a 429, a 4xx): the badge says "not attached", not a red "closed"
+      // (the message line says why), and on a phone the list comes back, to try again from.
+      if (this.hooks.attachedId() === null) {
+        if (ui.status.dataset.state === "closed") setStatus("idle");
+        setDrawer(true);
+      }
       throw error;
     } finally {
       await this.refresh(); // created even if attaching failed

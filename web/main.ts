@@ -25,7 +25,7 @@ import { Keyboard } from "./input.js";
 import { typesInput } from "./keys.js";
 import { SharePanel } from "./share.js";
 import { TerminalSize } from "./size.js";
-import { act, element, type Mode, say, setStatus, showError, showReadOnlyHint, ui } from "./ui.js";
+import { act, element, type Mode, say, showError, showReadOnlyHint, ui } from "./ui.js";
 
 const KEY_STORAGE = "ptybroker.apiKey";
 
@@ -76,7 +76,7 @@ const list = new SessionList({
   broker: requireBroker,
   attachedId: () => connection.attached?.id ?? null,
   attachTo,
-  attach,
+  attach: (open) => connection.attach(open),
   leave: () => {
     connection.detach();
     rememberSession(null);
@@ -87,20 +87,6 @@ const share = new SharePanel({ pty: () => connection.attached });
 size.listen();
 keyboard.listen();
 share.listen();
-
-/**
- * Attaches the terminal to what `open` connects. One that fails (a create refused with 429, a
- * session gone) leaves nothing attached: the badge goes back to "not attached" rather than a red
- * "closed", and the message line says why.
- */
-async function attach(open: Parameters<Connection["attach"]>[0]): Promise<void> {
-  try {
-    await connection.attach(open);
-  } catch (error) {
-    if (connection.attached === null && ui.status.dataset.state === "closed") setStatus("idle");
-    throw error;
-  }
-}
 
 // A viewer's keys go nowhere (the terminal takes no input, and nothing is sent): a hint says so.
 function heldBack(event: Event): void {
@@ -147,7 +133,7 @@ async function attachTo(id: string): Promise<void> {
   // the link asks otherwise (`&from=0` replays everything, `&from=screen` always draws the screen).
   const asked = fragment().get("from");
   const from = asked === "screen" ? "screen" : asked !== null && /^\d{1,15}$/.test(asked) ? Number(asked) : "auto";
-  await attach(({ onData, onStderr, onScreen }) => b.connect(id, { from, onData, onStderr, onScreen }));
+  await connection.attach(({ onData, onStderr, onScreen }) => b.connect(id, { from, onData, onStderr, onScreen }));
 }
 
 // ---- signing in and out ----
