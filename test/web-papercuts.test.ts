@@ -228,6 +228,7 @@ describe("a viewer's keystrokes", () => {
     await page.locator("#readonly-hint").waitFor();
     expect(await page.locator("#readonly-hint").textContent()).toBe("read-only: this link can watch, not type");
     await expectOnScreen(page, "#readonly-hint");
+    await page.screenshot({ path: shot("papercuts-readonly-hint-phone.png") });
     // Non-blocking: the terminal still shows what comes, and the hint goes away by itself.
     await api.input(s.id, "echo after-$((1+2))\n");
     await waitForRow(page, /^after-3$/);

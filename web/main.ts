@@ -6,15 +6,15 @@
 // history is not replayed on attach: its current screen is drawn instead (`from: "auto"`), so a
 // phone joining a long session receives a few KiB; reconnects still resume by offset.
 //
-// Phone first: the terminal takes the screen, the session list is a drawer (a side column from
-// 900 px on), and a row of extra keys (Esc, Tab, sticky Ctrl, arrows, |, ~) sits under the
+// Phone first: the terminal takes the screen, the session list is a drawer (a narrow side column
+// from 900 px on), and a row of extra keys (Esc, Tab, sticky Ctrl, arrows, |, ~) sits under the
 // terminal on touch or narrow screens.
 //
 // The page's parts, each owning its own state and told of the others through callbacks wired
 // here: ui.ts (the elements and messages), size.ts (the terminal's size: who sets it, fit and
 // zoom), connection.ts (the attached terminal and its Pty), drawer.ts (the session list), input.ts
-// (the keyboard and extra keys). This file holds the mode, the broker and the URL fragment, signs
-// in and out, and starts the page.
+// (the keyboard and extra keys), share.ts (the Share panel). This file holds the mode, the broker
+// and the URL fragment, signs in and out, and starts the page.
 import "@xterm/xterm/css/xterm.css";
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";

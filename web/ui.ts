@@ -1,5 +1,6 @@
 // The page's elements (by id, from index.html) and what every part of it says with them: the
-// message line, the connection's status badge, and how a session's end reads. No state of its own.
+// message line, the connection's status badge, the read-only hint, and how a session's end reads.
+// No state of its own but the hint's timer.
 import { type EndReason, PtyBrokerError, type Session } from "../client/index.js";
 
 /** Sign-in form, an owner's list and terminal (API key), or one shared session (share link). */
