@@ -203,10 +203,20 @@ describe("the Share panel", () => {
       await writer.keyboard.press("Enter");
       await outputHas(id, "written-5");
 
-      // Closed, the panel forgets its link; detached, the button goes.
+      // Closed (✕ or Esc), the panel forgets its link; detached, the button goes.
       await page.locator("#share-close").click();
       expect(await page.locator("#share-panel").isHidden()).toBe(true);
       expect(await page.locator("#share-link").inputValue()).toBe("");
+      // Opened again, it starts from a viewer link for an hour, whatever was chosen last.
+      await page.locator("#share").click();
+      await page.locator('#share-panel[data-role="viewer"]').waitFor();
+      expect(await page.locator("#share-ttl").inputValue()).toBe("3600");
+      await page.keyboard.press("Escape");
+      expect(await page.locator("#share-panel").isHidden()).toBe(true);
+      expect(await page.locator("#share").getAttribute("aria-expanded")).toBe("false");
+      if (device === PHONE) await page.locator("#menu").click();
+      await page.locator("#detach").click();
+      expect(await page.locator("#share").isHidden()).toBe(true);
     });
   }
 });

@@ -50,6 +50,9 @@ export class SharePanel {
   listen(): void {
     ui.share.addEventListener("click", () => (ui.sharePanel.hidden ? this.open() : this.close()));
     ui.shareClose.addEventListener("click", () => this.close());
+    ui.sharePanel.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") this.close();
+    });
     ui.shareForm.addEventListener("submit", (event) => event.preventDefault());
     ui.shareRole.addEventListener("change", () => this.mint());
     ui.shareTtl.addEventListener("change", () => this.mint());
@@ -70,7 +73,10 @@ export class SharePanel {
     ui.share.hidden = true;
   }
 
+  /** Every opening starts from the least a link can do: a viewer, for an hour. */
   private open(): void {
+    ui.shareRole.value = "viewer";
+    ui.shareTtl.value = "3600";
     ui.sharePanel.hidden = false;
     ui.share.setAttribute("aria-expanded", "true");
     this.mint();
