@@ -1,11 +1,12 @@
 // The drawer: the session list (render, refresh, kill, purge, create) and whether it is open (a
-// drawer over the terminal on a phone, a column beside it from 900 px on). This part owns the
+// drawer over the terminal on a phone, a narrow column beside it from 900 px on, which the menu
+// button folds away). This part owns the
 // sessions last listed and the "Purge ended" confirmation; it hears of the broker and the
 // attached terminal through `ListHooks` (main.ts wires them).
 import { type Pty, type PtyBroker, PtyBrokerError, type EndReason, type Session } from "../client/index.js";
 import type { Feed } from "./connection.js";
 import type { Size } from "./size.js";
-import { act, exitText, isEnded, ui } from "./ui.js";
+import { act, exitText, isEnded, setStatus, ui } from "./ui.js";
 
 const SHOW_ENDED_STORAGE = "ptybroker.showEnded";
 /** From this width on the session list is a column beside the terminal, not a drawer over it. */
@@ -222,6 +223,14 @@ export class SessionList {
     try {
       await this.hooks.attach(({ onData }) => b.create({ ...size, ...(label ? { label } : {}), onData }));
       ui.label.value = "";
+    } catch (error) {
+      // Nothing was attached (a 429, a 4xx): the badge says "not attached", not a red "closed"
+      // (the message line says why), and on a phone the list comes back, to try again from.
+      if (this.hooks.attachedId() === null) {
+        if (ui.status.dataset.state === "closed") setStatus("idle");
+        setDrawer(true);
+      }
+      throw error;
     } finally {
       await this.refresh(); // created even if attaching failed
     }

@@ -41,3 +41,16 @@ export function withCtrl(data: string): string {
   if (data === "?") return "\x7f";
   return data;
 }
+
+const MODIFIERS = new Set(["Shift", "Control", "Alt", "Meta", "AltGraph", "CapsLock", "NumLock", "ScrollLock", "Fn", "OS"]);
+
+/**
+ * Whether a key pressed in the terminal would type into its session: anything but a modifier on
+ * its own, and the copy and select-all shortcuts a viewer uses to read (Ctrl/⌘+C, Ctrl+Shift+C,
+ * Ctrl/⌘+A, Ctrl+Insert).
+ */
+export function typesInput(key: { key: string; ctrlKey: boolean; metaKey: boolean }): boolean {
+  if (MODIFIERS.has(key.key)) return false;
+  if (key.ctrlKey || key.metaKey) return !["c", "C", "a", "A", "Insert"].includes(key.key);
+  return true;
+}

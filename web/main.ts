@@ -6,15 +6,15 @@
 // history is not replayed on attach: its current screen is drawn instead (`from: "auto"`), so a
 // phone joining a long session receives a few KiB; reconnects still resume by offset.
 //
-// Phone first: the terminal takes the screen, the session list is a drawer (a side column from
-// 900 px on), and a row of extra keys (Esc, Tab, sticky Ctrl, arrows, |, ~) sits under the
+// Phone first: the terminal takes the screen, the session list is a drawer (a narrow side column
+// from 900 px on), and a row of extra keys (Esc, Tab, sticky Ctrl, arrows, |, ~) sits under the
 // terminal on touch or narrow screens.
 //
 // The page's parts, each owning its own state and told of the others through callbacks wired
 // here: ui.ts (the elements and messages), size.ts (the terminal's size: who sets it, fit and
 // zoom), connection.ts (the attached terminal and its Pty), drawer.ts (the session list), input.ts
-// (the keyboard and extra keys). This file holds the mode, the broker and the URL fragment, signs
-// in and out, and starts the page.
+// (the keyboard and extra keys), share.ts (the Share panel). This file holds the mode, the broker
+// and the URL fragment, signs in and out, and starts the page.
 import "@xterm/xterm/css/xterm.css";
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
@@ -22,8 +22,10 @@ import { PtyBroker } from "../client/index.js";
 import { Connection, setAttached } from "./connection.js";
 import { closeDrawerOnPhone, drawerOpen, SessionList, setDrawer, WIDE } from "./drawer.js";
 import { Keyboard } from "./input.js";
+import { typesInput } from "./keys.js";
+import { SharePanel } from "./share.js";
 import { TerminalSize } from "./size.js";
-import { act, element, type Mode, say, showError, ui } from "./ui.js";
+import { act, element, type Mode, say, showError, showReadOnlyHint, ui } from "./ui.js";
 
 const KEY_STORAGE = "ptybroker.apiKey";
 
@@ -58,11 +60,13 @@ const connection: Connection = new Connection(term, size, {
   },
   showing: closeDrawerOnPhone,
   attached: (id) => {
+    share.attached(mode === "owner");
     rememberSession(id);
     list.markAttached();
     list.renderList();
   },
   detached: () => {
+    share.detached();
     keyboard.release();
     list.markAttached();
   },
@@ -79,8 +83,21 @@ const list = new SessionList({
   },
   fitted: () => size.fitted(),
 });
+const share = new SharePanel({ pty: () => connection.attached });
 size.listen();
 keyboard.listen();
+share.listen();
+
+// A viewer's keys go nowhere (the terminal takes no input, and nothing is sent): a hint says so.
+function heldBack(event: Event): void {
+  if (!connection.attached?.readOnly) return;
+  const target = event.target instanceof Node ? event.target : null;
+  if (target !== document.body && !ui.terminal.contains(target)) return;
+  if (event instanceof KeyboardEvent && !typesInput(event)) return;
+  showReadOnlyHint();
+}
+document.addEventListener("keydown", heldBack, true);
+document.addEventListener("paste", heldBack, true);
 
 // ---- modes and the URL ----
 

@@ -1,5 +1,6 @@
 // The page's elements (by id, from index.html) and what every part of it says with them: the
-// message line, the connection's status badge, and how a session's end reads. No state of its own.
+// message line, the connection's status badge, the read-only hint, and how a session's end reads.
+// No state of its own but the hint's timer.
 import { type EndReason, PtyBrokerError, type Session } from "../client/index.js";
 
 /** Sign-in form, an owner's list and terminal (API key), or one shared session (share link). */
@@ -35,6 +36,16 @@ export const ui = {
   pane: element("pane"),
   terminal: element("terminal"),
   keys: element("keys"),
+  hint: element("readonly-hint"),
+  share: element<HTMLButtonElement>("share"),
+  sharePanel: element("share-panel"),
+  shareForm: element<HTMLFormElement>("share-form"),
+  shareRole: element<HTMLSelectElement>("share-role"),
+  shareTtl: element<HTMLSelectElement>("share-ttl"),
+  shareLink: element<HTMLInputElement>("share-link"),
+  shareCopy: element<HTMLButtonElement>("share-copy"),
+  shareExpiry: element("share-expiry"),
+  shareClose: element<HTMLButtonElement>("share-close"),
 };
 
 // ---- messages and badges ----
@@ -45,9 +56,31 @@ export function say(text: string, kind: "error" | "info" = "error"): void {
   ui.message.hidden = text === "";
 }
 
+/** An error in the message line; a refusal that says when to retry (429's Retry-After) says it too. */
 export function showError(error: unknown): void {
-  if (error instanceof PtyBrokerError) say(`${error.code}: ${error.message}`);
+  if (error instanceof PtyBrokerError) say(`${error.code}: ${error.message}${retryText(error.retryAfterSec)}`);
   else say(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+}
+
+/** " — try again in 12 s" for an answer's Retry-After (seconds), or "" without one. */
+export function retryText(retryAfterSec: number | undefined): string {
+  return retryAfterSec !== undefined && retryAfterSec > 0 ? ` — try again in ${Math.ceil(retryAfterSec)} s` : "";
+}
+
+/** How long the read-only hint stays up after the last key a viewer typed. */
+const HINT_MS = 3000;
+let hintTimer: ReturnType<typeof setTimeout> | undefined;
+
+/**
+ * A viewer's keys are not sent (the terminal takes no input): a hint over the terminal says so,
+ * without taking the focus or blocking anything, and goes away by itself.
+ */
+export function showReadOnlyHint(): void {
+  ui.hint.hidden = false;
+  clearTimeout(hintTimer);
+  hintTimer = setTimeout(() => {
+    ui.hint.hidden = true;
+  }, HINT_MS);
 }
 
 /** Runs a user action: clears the previous message, shows any failure. */
