@@ -16,7 +16,21 @@ import { fetchOutput, onSharedStack, until } from "./harness.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
 
 // test/ compiles without the DOM library: the little of it the page functions use.
-declare const document: { querySelectorAll(selector: string): Iterable<{ textContent: string | null }> };
+interface PageElement {
+  textContent: string | null;
+  dispatchEvent(event: unknown): boolean;
+}
+declare const document: {
+  body: PageElement & { dataset: Record<string, string | undefined> };
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): Iterable<PageElement>;
+};
+declare const MutationObserver: new (callback: () => void) => {
+  observe(target: unknown, options: { attributes: boolean; attributeFilter: string[] }): void;
+  disconnect(): void;
+};
+declare const KeyboardEvent: new (type: string, init: Record<string, unknown>) => unknown;
+declare const window: { keyDuringReplay?: string | undefined };
 
 const suite = onSharedStack();
 const { url, api, cleanup } = suite;
@@ -128,7 +142,7 @@ describe("the page (Chromium)", () => {
     desktop: { viewport: { width: 1280, height: 800 } },
     phone: { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true },
   };
-  it.each(Object.entries(DEVICES))("%s: attach and reload type no replies; a key typed after them follows the prompt; a live query is answered", async (_, device) => {
+  it.each(Object.entries(DEVICES))("%s: attach and three reloads type no replies; a key typed after them follows the prompt; a live query is answered", async (_, device) => {
     const { id, end } = await sessionWithQueries();
     const context = await browser.newContext({ ...device, deviceScaleFactor: 1 });
     contexts.add(context);
@@ -140,9 +154,11 @@ describe("the page (Chromium)", () => {
     await page.locator('#status[data-state="open"]').waitFor();
     await waitForRow(page, "QUERIES-DONE");
 
-    await page.reload();
-    await page.locator('#status[data-state="open"]').waitFor();
-    await waitForRow(page, "QUERIES-DONE");
+    for (let reload = 0; reload < 3; reload++) {
+      await page.reload();
+      await page.locator('#status[data-state="open"]').waitFor();
+      await waitForRow(page, "QUERIES-DONE");
+    }
 
     await page.locator("#terminal").click();
     await page.keyboard.type("echo MARK");
@@ -152,6 +168,54 @@ describe("the page (Chromium)", () => {
     // Live, the page's terminal answers: the shell reads DA1's answer.
     await api.input(id, `${LIVE_QUERY}\n`);
     await waitForRow(page, LIVE_ANSWER);
+  });
+
+  it("a key typed while the terminal is still parsing the replay is sent, and only it", async () => {
+    const { id, end } = await sessionWithQueries();
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+    contexts.add(context);
+    const page = await context.newPage();
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    await page.goto(`${url}/#session=${id}`);
+    // The moment the page marks output as replay not yet parsed (data-replaying), a key goes into
+    // xterm.js's own textarea, as a person's keydown does: xterm parses writes in a later task,
+    // so the key is typed while the replay's queries still wait to be parsed and answered.
+    await page.evaluate(() => {
+      const observer = new MutationObserver(() => {
+        if (document.body.dataset.replaying !== "true") return;
+        observer.disconnect();
+        window.keyDuringReplay = document.body.dataset.replaying;
+        const textarea = document.querySelector(".xterm-helper-textarea");
+        const key = { key: "K", code: "KeyK", keyCode: 75, which: 75, bubbles: true, cancelable: true };
+        textarea?.dispatchEvent(new KeyboardEvent("keydown", key));
+        textarea?.dispatchEvent(new KeyboardEvent("keypress", { ...key, charCode: 75 }));
+      });
+      observer.observe(document.body, { attributes: true, attributeFilter: ["data-replaying"] });
+    });
+    await page.locator("#apikey").fill(TENANTS.acme);
+    await page.locator("#signin").click();
+    await page.locator('#status[data-state="open"]').waitFor();
+    await waitForRow(page, "QUERIES-DONE");
+    await page.waitForFunction(() => document.body.dataset.replaying === "false", undefined, { timeout: 15_000 });
+    expect(await page.evaluate(() => window.keyDuringReplay)).toBe("true");
+
+    // The K typed during the replay is in the shell's line, right after the prompt, and nothing else is.
+    await page.locator("#terminal").click();
+    await page.keyboard.type("; echo MARK");
+    await page.keyboard.press("Enter");
+    const from = end - PROMPT.length;
+    let last = "";
+    const out = await until(
+      async () => {
+        last = (await fetchOutput(api, id, from)).bytes.toString("latin1");
+        return last.endsWith(`MARK\r\n${PROMPT}`) ? last : undefined;
+      },
+      15_000,
+      "MARK and a prompt",
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the output after the history: ${JSON.stringify(last)}`);
+    });
+    expect(out).toBe(`${PROMPT}K; echo MARK\r\nbash: K: command not found\r\nMARK\r\n${PROMPT}`);
   });
 
   it("a reconnect's replay (queries printed while the page was away) types no replies", async () => {

@@ -80,16 +80,29 @@ export class Connection {
     if (data.length > 0) pty.sendInput(data).catch(showError);
   }
 
-  /** Writes output into the terminal; replayed output is counted until the terminal has parsed it. */
+  /**
+   * Writes output into the terminal; replayed output is counted until the terminal has parsed it
+   * (`data-replaying` on the body says whether any is). A write left over from an earlier
+   * attachment does not count for this one.
+   */
   private write(bytes: Uint8Array | string, replayed: boolean): void {
     if (!replayed) return this.term.write(bytes);
-    this.unparsedReplay++;
-    this.term.write(bytes, () => this.unparsedReplay--);
+    const generation = this.generation;
+    this.countReplay(+1);
+    this.term.write(bytes, () => {
+      if (generation === this.generation) this.countReplay(-1);
+    });
+  }
+
+  private countReplay(change: 1 | -1 | 0): void {
+    this.unparsedReplay = change === 0 ? 0 : this.unparsedReplay + change;
+    document.body.dataset.replaying = String(this.unparsedReplay > 0);
   }
 
   detach(): void {
     const term = this.term;
     this.generation++;
+    this.countReplay(0);
     this.pty?.close();
     this.pty = null;
     this.ended = false;
