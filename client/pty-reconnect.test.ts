@@ -1,11 +1,12 @@
 // Pure logic of a Pty's connection (pty.ts, pty-socket.ts) with scripted sockets standing in for
 // the server: `onState` from the first state, a nudge (`reconnectNow`) that redials at once or
-// checks an open socket, an attempt whose `open()` never settles, and the HTTP status of a
+// checks an open socket, an attempt whose `open()` never settles (and the base delay after it), and the HTTP status of a
 // refusal heard as a close code. The real stack runs the same paths in
 // test/reconnect-deadlines.test.ts and test/sdk-errors.test.ts.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { encodeOutput, PING_TEXT } from "../shared/protocol.js";
 import { AgentCalls } from "./agent.js";
+import { PtyBrokerError } from "./errors.js";
 import { Http } from "./http.js";
 import { Pty } from "./pty.js";
 import type { ConnectionState, ConnectOptions, PtyTransport, SocketLike, SocketQuery } from "./pty-types.js";
@@ -150,6 +151,42 @@ describe("Pty connection", () => {
     await ready;
     expect(pty.state).toBe("open");
     pty.close();
+  });
+
+  it("after an attempt that used up openTimeoutMs, the next goes within the base delay, however far the backoff had grown", async () => {
+    vi.useFakeTimers();
+    vi.spyOn(Math, "random").mockReturnValue(1); // every backoff delay is its ceiling
+    try {
+      const opens: number[] = [];
+      let hang = false;
+      const transport: PtyTransport = {
+        openSocket: () => {
+          opens.push(Date.now());
+          // Refused at once (the backoff grows), or, once `hang`, an attempt on a silent network.
+          return hang ? new Promise<SocketLike>(() => undefined) : Promise.reject(new PtyBrokerError("NETWORK", "refused"));
+        },
+        rest: async <T>() => ({}) as T,
+        recording: async () => "",
+        calls: new AgentCalls(new Http("http://broker.invalid", { apiKey: "k" }, () => Promise.reject(new Error("no REST here"))), "s"),
+      };
+      const pty = new Pty("s", transport, false, { openTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 60_000 }, connectTimeoutMs: 600_000 });
+      void pty.connected();
+      // Eight refusals: the ceiling is now 100 ms · 2^8 = 25.6 s.
+      while (opens.length < 8) await vi.advanceTimersByTimeAsync(100);
+      hang = true;
+      const grownAt = opens[7];
+      while (opens.length < 9) await vi.advanceTimersByTimeAsync(100); // the next waits the grown backoff...
+      const hungAt = opens[8];
+      expect(hungAt - grownAt).toBe(100 * 2 ** 7);
+      // ...uses up its deadline, and the one after it starts within the base delay (100 ms).
+      await vi.advanceTimersByTimeAsync(hungAt + 1000 + 100 - Date.now());
+      expect(opens.length).toBe(10);
+      expect(opens[9] - hungAt).toBe(1000 + 100);
+      pty.close();
+    } finally {
+      vi.useRealTimers();
+      vi.restoreAllMocks();
+    }
   });
 
   it("a refusal heard as close 4004 is NOT_FOUND with the status 404", async () => {

@@ -24,7 +24,8 @@ export interface SocketOwner {
   dropped(code: number, reason: string, opened: boolean): void;
 }
 
-const OPEN_TIMEOUT_MS = 10_000;
+/** An attempt to open (its token, then its handshake) that takes longer is given up and made again. */
+const OPEN_TIMEOUT_MS = 5_000;
 /** A nudged open socket is given up unless it hears something within this (or the heartbeat, if shorter). */
 const PROBE_TIMEOUT_MS = 2_000;
 /** A nudge leaves an attempt younger than this alone: the events of one return come in a burst. */
@@ -79,6 +80,10 @@ export class PtySocket {
     } catch (error) {
       if (mine !== this.dials) return; // a newer attempt has taken over
       this.phase = "idle";
+      // An attempt that used up its whole deadline (a silent network) has waited long enough:
+      // the next one goes after the base delay, so a network that comes back is found within
+      // about one deadline (docs/protocol.md §5, "What a client does on reconnect").
+      if (Date.now() - this.dialStarted >= openTimeout) this.attempt = 0;
       this.owner.openFailed(error);
       return;
     }

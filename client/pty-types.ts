@@ -70,7 +70,7 @@ export interface ConnectOptions {
   connectTimeoutMs?: number | undefined;
   /**
    * One attempt to open the socket (its token, where one is minted, then its handshake) that
-   * is not open within this is given up and redialled. Default 10 s.
+   * is not open within this is given up and redialled after the base delay. Default 5 s.
    */
   openTimeoutMs?: number | undefined;
 }
