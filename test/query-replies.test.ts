@@ -6,11 +6,11 @@
 // directly. A query that arrives live is still answered (a program waiting for it gets it).
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
 import { toolPath } from "../scripts/test-tools.js";
-import { launchChromium } from "./browser.js";
+import { DESKTOP, PHONE, pageSuite } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { fetchOutput, onSharedStack, until } from "./harness.js";
 import { startProxy, type TcpProxy } from "./tcp-proxy.js";
@@ -103,22 +103,7 @@ async function edgeProxy(): Promise<TcpProxy> {
 }
 
 describe("the page (Chromium)", () => {
-  let browser: Browser;
-  const contexts = new Set<BrowserContext>();
-  let pageErrors: string[] = [];
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-    cleanup.first(() => browser.close());
-  });
-
-  afterEach(async () => {
-    await Promise.all([...contexts].map((c) => c.close()));
-    contexts.clear();
-    const errors = pageErrors;
-    pageErrors = [];
-    expect(errors).toEqual([]);
-  });
+  const { openPage } = pageSuite(cleanup);
 
   async function waitForRow(page: Page, exact: string): Promise<void> {
     await page
@@ -138,17 +123,10 @@ describe("the page (Chromium)", () => {
       });
   }
 
-  const DEVICES = {
-    desktop: { viewport: { width: 1280, height: 800 } },
-    phone: { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true },
-  };
+  const DEVICES = { desktop: DESKTOP, phone: PHONE };
   it.each(Object.entries(DEVICES))("%s: attach and three reloads type no replies; a key typed after them follows the prompt; a live query is answered", async (_, device) => {
     const { id, end } = await sessionWithQueries();
-    const context = await browser.newContext({ ...device, deviceScaleFactor: 1 });
-    contexts.add(context);
-    const page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    await page.goto(`${url}/#session=${id}`);
+    const page = await openPage(`${url}/#session=${id}`, device);
     await page.locator("#apikey").fill(TENANTS.acme);
     await page.locator("#signin").click(); // signs in and attaches to the session in the fragment
     await page.locator('#status[data-state="open"]').waitFor();
@@ -172,11 +150,7 @@ describe("the page (Chromium)", () => {
 
   it("a key typed while the terminal is still parsing the replay is sent, and only it", async () => {
     const { id, end } = await sessionWithQueries();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-    contexts.add(context);
-    const page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    await page.goto(`${url}/#session=${id}`);
+    const page = await openPage(`${url}/#session=${id}`);
     // The moment the page marks output as replay not yet parsed (data-replaying), a key goes into
     // xterm.js's own textarea, as a person's keydown does: xterm parses writes in a later task,
     // so the key is typed while the replay's queries still wait to be parsed and answered.
@@ -221,11 +195,7 @@ describe("the page (Chromium)", () => {
   it("a reconnect's replay (queries printed while the page was away) types no replies", async () => {
     const id = await shellSession();
     const proxy = await edgeProxy();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
-    contexts.add(context);
-    const page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(error.message));
-    await page.goto(`${proxy.url}/#session=${id}`);
+    const page = await openPage(`${proxy.url}/#session=${id}`);
     await page.locator("#apikey").fill(TENANTS.acme);
     await page.locator("#signin").click();
     await page.locator('#status[data-state="open"]').waitFor();

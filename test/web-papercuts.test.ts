@@ -6,10 +6,10 @@
 // a deadline; none is a fixed sleep.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
-import { launchChromium } from "./browser.js";
+import { DESKTOP, type Device, PHONE, pageSuite } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, onSharedStack, startSuiteStack, SuiteCleanup, until } from "./harness.js";
 
@@ -40,37 +40,11 @@ const suite = onSharedStack();
 const { url, api, cleanup } = suite;
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
-let browser: Browser;
-const contexts = new Set<BrowserContext>();
-/** Uncaught exceptions in the page: every test ends with none. */
-let pageErrors: string[] = [];
+const { openPage: openContext } = pageSuite(cleanup);
 
-beforeAll(async () => {
-  browser = await launchChromium();
-  cleanup.first(() => browser.close());
-});
-
-afterEach(async () => {
-  await Promise.all([...contexts].map((c) => c.close()));
-  contexts.clear();
-  const errors = pageErrors;
-  pageErrors = [];
-  expect(errors).toEqual([]);
-});
-
-/** A desktop window, and a phone (an iPhone 12–15's CSS pixels, touch, mobile viewport). */
-const DESKTOP = { viewport: { width: 1280, height: 800 } };
-const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
-type Device = { viewport: { width: number; height: number }; isMobile?: boolean; hasTouch?: boolean };
-
-async function openPage(address: string, device: Device = DESKTOP): Promise<Page> {
-  const context = await browser.newContext({ ...device, deviceScaleFactor: 1 });
-  contexts.add(context);
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(address).origin });
-  const page = await context.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  await page.goto(address);
-  return page;
+/** A page that may use the clipboard (the Share panel's Copy). */
+function openPage(address: string, device: Device = DESKTOP): Promise<Page> {
+  return openContext(address, device, (context) => context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(address).origin }));
 }
 
 async function signIn(page: Page, key: string = TENANTS.acme): Promise<void> {

@@ -4,11 +4,11 @@
 // connection that resumes by offset. Every wait has a deadline; none is a fixed sleep.
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
 import { mkdirSync, readFileSync } from "node:fs";
-import { launchChromium } from "./browser.js";
+import { DESKTOP, PHONE, pageSuite } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { fetchOutput, onSharedStack, until } from "./harness.js";
 import { startProxy } from "./tcp-proxy.js";
@@ -49,36 +49,7 @@ const suite = onSharedStack();
 const { url, api, cleanup } = suite;
 const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 
-let browser: Browser;
-const contexts = new Set<BrowserContext>();
-/** Uncaught exceptions in the page: every test ends with none. */
-let pageErrors: string[] = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-  cleanup.first(() => browser.close());
-});
-
-afterEach(async () => {
-  await Promise.all([...contexts].map((c) => c.close()));
-  contexts.clear();
-  const errors = pageErrors;
-  pageErrors = [];
-  expect(errors).toEqual([]);
-});
-
-/** A desktop window, and a phone (an iPhone 12–15's CSS pixels, touch, mobile viewport). */
-const DESKTOP = { viewport: { width: 1280, height: 800 } };
-const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true };
-
-async function openPage(address: string, device: typeof DESKTOP | typeof PHONE = DESKTOP): Promise<Page> {
-  const context = await browser.newContext({ ...device, deviceScaleFactor: 1 });
-  contexts.add(context);
-  const page = await context.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  await page.goto(address);
-  return page;
-}
+const { openPage } = pageSuite(cleanup);
 
 async function signIn(page: Page, key: string = TENANTS.acme): Promise<void> {
   await page.locator("#apikey").fill(key);
