@@ -92,6 +92,7 @@ describe("SDK (Node): a reconnect caught in a silent drop", () => {
     const back = Date.now();
     await until(() => pty.state === "open", 5_000, "the terminal open again within 5 s of the network's return");
     const reopenedMs = Date.now() - back;
+    console.log(`reconnect: the SDK open again ${reopenedMs} ms after the blackhole ended`);
 
     await until(() => /done-42\r\n/.test(text()), 15_000, "the end of the marks");
     // Every byte exactly once, in order, and the same bytes as the session's log.
@@ -158,7 +159,9 @@ describe("the page: a reconnect caught in a silent drop, and the browser's nudge
     // The open deadline (5 s) ends the attempt caught in the blackhole, and the next one, after the
     // base delay, works: within 10 s of the return, as the page promises; without it, never.
     await page.locator('#status[data-state="open"]').waitFor({ timeout: 20_000 });
-    expect(Date.now() - back).toBeLessThan(10_000);
+    const reopenedMs = Date.now() - back;
+    console.log(`reconnect: the page open again ${reopenedMs} ms after a 20 s blackhole ended`);
+    expect(reopenedMs).toBeLessThan(10_000);
     await until(async () => (await shownMarks(page)).length === 60, 30_000, "every mark on the page");
     expect(await shownMarks(page)).toEqual(allMarks(60));
   });
