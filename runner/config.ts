@@ -35,6 +35,8 @@ const Env = z.object({
    * moment goes at once). 16 ms and 256 KiB cut the stack's CPU per MB by about a third
    * against 4 ms and 64 KiB (docs/benchmarks.md).
    */
+  /** 1: each terminal's screen and shell tracker run in the agent thread (agent/agent-thread.ts); 0: on the main thread. */
+  RUNNER_AGENT_THREAD: z.enum(["0", "1"]).default("1"),
   COALESCE_MS: z.coerce.number().min(0).max(1000).default(16),
   /** Largest coalesced frame payload. */
   COALESCE_BYTES: z.coerce
@@ -131,6 +133,8 @@ export interface RunnerConfig {
   sessionUser: string;
   coalesceMs: number;
   coalesceBytes: number;
+  /** RUNNER_AGENT_THREAD */
+  agentThread: boolean;
   logLevel: string;
   redisUrl: string | undefined;
   /** null = any tenant */
@@ -178,6 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     sessionUser: e.RUNNER_SESSION_USER,
     coalesceMs: e.COALESCE_MS,
     coalesceBytes: e.COALESCE_BYTES,
+    agentThread: e.RUNNER_AGENT_THREAD === "1",
     logLevel: e.LOG_LEVEL,
     redisUrl: e.REDIS_URL,
     tenants: e.RUNNER_TENANTS?.trim()

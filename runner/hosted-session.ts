@@ -12,7 +12,8 @@ import {
   decodeFrame,
   parseMessage,
 } from "../shared/protocol.js";
-import { AgentHost } from "./agent/agent-host.js";
+import { AgentHost, type AgentLayer } from "./agent/agent-host.js";
+import { AgentThreadHost } from "./agent/agent-thread.js";
 import type { RunnerConfig } from "./config.js";
 import { Coalescer } from "./flow/coalescer.js";
 import { Delivery } from "./flow/delivery.js";
@@ -49,7 +50,7 @@ export class HostedSession {
   /** The terminal's size now, kept with each chunk read; 0 × 0 for pipes. */
   private size = { cols: 0, rows: 0 };
   private coalescer: Coalescer | undefined;
-  private agent: AgentHost | undefined;
+  private agent: AgentLayer | undefined;
   private agentFailed = false;
   /** The process is paused while the edge or the screen is behind. */
   private readonly pauses = new PauseReasons<"delivery" | "screen">({
@@ -187,15 +188,15 @@ export class HostedSession {
     this.proc = proc;
     if (tty) {
       this.size = { cols: spec.cols, rows: spec.rows };
-      this.agent = new AgentHost(
-        this.key,
-        {
-          send: (message) => this.send(message),
-          type: (bytes) => this.writeInput(bytes),
-          screenBehind: (behind) => (behind ? this.pauses.pause("screen") : this.pauses.resume("screen")),
-        },
-        { cols: spec.cols, rows: spec.rows, shellIntegration },
-      );
+      const port = {
+        send: (message: RunnerLinkMessage) => this.send(message),
+        type: (bytes: Uint8Array) => this.writeInput(bytes),
+        screenBehind: (behind: boolean) => (behind ? this.pauses.pause("screen") : this.pauses.resume("screen")),
+        failed: (error: string) => this.agentLost(error),
+      };
+      const agentOptions = { cols: spec.cols, rows: spec.rows, shellIntegration };
+      // In the agent thread (RUNNER_AGENT_THREAD, default on), or on this thread.
+      this.agent = this.config.agentThread ? new AgentThreadHost(this.key, port, agentOptions) : new AgentHost(this.key, port, agentOptions);
     }
     const coalescer = new Coalescer((offset, bytes, stream, at) => this.output(offset, bytes, { stream, at, ...this.size }), {
       maxBytes: this.config.coalesceBytes,
@@ -306,11 +307,17 @@ export class HostedSession {
     try {
       this.agent?.output(offset, bytes);
     } catch (error) {
-      // The agent layer is off for this session from here on; its output still flows.
-      this.agentFailed = true;
       log.error("agent.output", { key: this.key, offset, error });
-      this.pauses.resume("screen");
+      this.agentLost(error instanceof Error ? error.message : String(error));
     }
+  }
+
+  /** The agent layer threw (here or in its thread): it is off for this session from here on; its output still flows. */
+  private agentLost(error: string): void {
+    if (this.agentFailed) return;
+    this.agentFailed = true;
+    log.warn("agent.lost", { key: this.key, error });
+    this.pauses.resume("screen");
   }
 
   /** The output log may have lost data: the edge drops what it kept of it. */

@@ -1,6 +1,7 @@
 // Composition root of the runner: configuration, the output log, the control socket, the
 // hosted sessions, the reader links, and the drain that SIGTERM starts (drain.ts).
 import { setLogLevel, log } from "../shared/log.js";
+import { closeAgentThread } from "./agent/agent-thread.js";
 import { loadConfig } from "./config.js";
 import { Drain } from "./drain.js";
 import { HostedSession } from "./hosted-session.js";
@@ -95,6 +96,7 @@ async function stop(): Promise<void> {
   // Ends whatever sessions are left (an undelivered drain) and removes this run's record.
   await sandbox?.close().catch((error: unknown) => log.warn("runner.containment", { outcome: "close_failed", error }));
   await outputLog.close();
+  await closeAgentThread();
   log.info("runner.stopped", {});
   process.exit(0);
 }

@@ -257,7 +257,10 @@ export function startRunner(options: RunnerOptions): ManagedProcess {
     ...(options.runnerId ? { RUNNER_ID: options.runnerId } : {}),
     ...options.env,
   };
-  return manage(process.execPath, ["--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo, {
+  // PTYB_RUNNER_NODE_ARGS: Node options for the runners only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  // to profile them under `npm run bench` (Node refuses --cpu-prof in NODE_OPTIONS).
+  const nodeArgs = (process.env.PTYB_RUNNER_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  return manage(process.execPath, [...nodeArgs, "--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo, {
     signal: "SIGINT",
     graceMs: 15_000,
   });

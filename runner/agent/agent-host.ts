@@ -15,7 +15,17 @@ export interface AgentHostPort {
   screenBehind(behind: boolean): void;
 }
 
-export class AgentHost {
+/** What a hosted session asks of its agent layer, here or in the agent thread (agent-thread.ts). */
+export interface AgentLayer {
+  output(offset: number, bytes: Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  handle(message: EdgeLinkMessage): boolean;
+  resumed(): void;
+  processExited(exitCode: number | null): void;
+  dispose(): void;
+}
+
+export class AgentHost implements AgentLayer {
   readonly screen: TerminalScreen;
   private readonly tracker: ShellTracker;
 
