@@ -19,7 +19,7 @@ import { execRows, pipeFloodRows } from "./rows/processes.js";
 import { type BenchConfig, type Row, failedRow } from "./rows/row.js";
 import { sandboxRows } from "./rows/sandbox.js";
 import { scaleRows } from "./rows/scale.js";
-import { type EchoSamples, echoRows, fanOutRows, interruptRows, replayRows, throughputRows } from "./rows/terminal.js";
+import { type EchoSamples, echoRows, fanOutRows, floodNeighbourRows, interruptRows, replayRows, throughputRows } from "./rows/terminal.js";
 import { scaleStackOptions } from "./scale.js";
 import { startBenchStack } from "./stack.js";
 
@@ -105,6 +105,7 @@ try {
   if (wanted(11)) await guarded(11, "attach", () => attachRows(stack, config, progress));
   if (wanted(13)) await guarded(13, "exec", () => execRows(stack, config, progress));
   if (wanted(14)) await guarded(14, "floods at a framed client", () => pipeFloodRows(stack, config, progress));
+  if (wanted(17)) await guarded(17, "neighbour echo under a flood", () => floodNeighbourRows(stack, config, progress));
 } finally {
   await stack.stop();
 }

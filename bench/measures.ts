@@ -166,4 +166,44 @@ export async function interrupt(term: BenchTerm): Promise<number> {
   return back.at - started;
 }
 
+/** Row 17: one session's keystroke echo, with its neighbour on the same runner idle and then flooding. */
+export interface FloodNeighbour {
+  idle: { p50: number; p99: number };
+  flooded: { p50: number; p99: number };
+  /** The flooding session's output rate while the echoes were timed, at its viewer. */
+  floodMBps: number;
+}
+
+/**
+ * Row 17: session B runs `cat` (as row 1); its echo is timed with session A idle, then while A
+ * floods (`yes` of 100-byte lines, a framed viewer taking every byte), in the same run; then
+ * Ctrl+C ends A's flood and its prompt comes back. Both sessions are on the bench stack's one runner.
+ */
+export async function floodNeighbourEcho(stack: BenchStack, keystrokes: number): Promise<FloodNeighbour> {
+  const a = await stackSession(stack);
+  const b = await stackSession(stack);
+  try {
+    await startCat(b.term);
+    const idle = await catEchoes(b.term, keystrokes);
+    await settle(a.term, "PS1='PROMPT-$((6*7))> '");
+    const line = `${"x".repeat(99)}\r\n`;
+    const flooding = waitForMarker(a.term, line.repeat(64), 30_000);
+    a.term.send(`yes ${"x".repeat(99)}\r`);
+    await flooding;
+    const before = a.term.received;
+    const started = performance.now();
+    const flooded = await catEchoes(b.term, keystrokes);
+    const floodMBps = (a.term.received - before) / 1e6 / ((performance.now() - started) / 1000);
+    const prompt = waitForMarker(a.term, "PROMPT-42> ", 60_000);
+    a.term.send("\x03");
+    await prompt;
+    return { idle, flooded, floodMBps };
+  } finally {
+    for (const { id, term } of [a, b]) {
+      await term.close();
+      await stack.api.destroy(id);
+    }
+  }
+}
+
 export { BASH };

@@ -1,6 +1,7 @@
-// Rows 1, 2, 3, 4 and 7: a terminal through the stack against node-pty in this process: keystroke
-// echo, throughput, fan-out, replay from Redis, Ctrl+C in a flood (the measures are measures.ts's).
-import { echoRoundTrips, fanOut, interrupt, replay, throughput } from "../measures.js";
+// Rows 1, 2, 3, 4, 7 and 17: a terminal through the stack against node-pty in this process:
+// keystroke echo, throughput, fan-out, replay from Redis, Ctrl+C in a flood, and a session's echo
+// while its neighbour floods (the measures are measures.ts's).
+import { echoRoundTrips, fanOut, floodNeighbourEcho, interrupt, replay, throughput } from "../measures.js";
 import type { BenchStack } from "../stack.js";
 import { rawTerm, stackSession } from "../terminals.js";
 import { type BenchConfig, type Progress, type Row, fmt, median } from "./row.js";
@@ -160,4 +161,35 @@ export async function interruptRows(stack: BenchStack, config: BenchConfig, prog
     met: median(ours) <= 200,
   });
   return rows;
+}
+
+/** Row 17: B's echo while A floods on the same runner, against B's echo with A idle, same run. */
+export async function floodNeighbourRows(stack: BenchStack, config: BenchConfig, progress: Progress): Promise<Row[]> {
+  const idle = { p50: [] as number[], p99: [] as number[] };
+  const flooded = { p50: [] as number[], p99: [] as number[] };
+  const rates: number[] = [];
+  for (let run = 1; run <= config.runs; run++) {
+    const r = await floodNeighbourEcho(stack, config.keystrokes);
+    idle.p50.push(r.idle.p50);
+    idle.p99.push(r.idle.p99);
+    flooded.p50.push(r.flooded.p50);
+    flooded.p99.push(r.flooded.p99);
+    rates.push(r.floodMBps);
+    progress(
+      `17 run ${run}: B's echo idle p50 ${r.idle.p50.toFixed(2)} / p99 ${r.idle.p99.toFixed(2)} ms, ` +
+        `while A floods (${r.floodMBps.toFixed(1)} MB/s) p50 ${r.flooded.p50.toFixed(2)} / p99 ${r.flooded.p99.toFixed(2)} ms`,
+    );
+  }
+  const p99Ratio = median(flooded.p99) / median(idle.p99);
+  return [
+    {
+      n: 17,
+      what: `neighbour echo under a flood: session B's keystroke echo (${config.keystrokes} keys × ${config.runs} runs) while session A on the same runner floods (\`yes\` of 100-byte lines, ${fmt(rates, 1, " MB/s")} at its viewer); baseline: B's echo with A idle, same run`,
+      ours: `p50 ${fmt(flooded.p50, 2, " ms")} · p99 ${fmt(flooded.p99, 2, " ms")}`,
+      baseline: `p50 ${fmt(idle.p50, 2, " ms")} · p99 ${fmt(idle.p99, 2, " ms")}`,
+      ratio: `p99 ${p99Ratio.toFixed(2)}×`,
+      target: "p50 ≤ 2 ms, p99 ≤ 3× idle",
+      met: median(flooded.p50) <= 2 && p99Ratio <= 3,
+    },
+  ];
 }
