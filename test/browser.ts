@@ -76,3 +76,22 @@ export function pageSuite(cleanup: SuiteCleanup): PageSuite {
     },
   };
 }
+
+/** Fails unless every element matching is on screen: its whole box inside the viewport. */
+export async function expectOnScreen(page: Page, selector: string): Promise<void> {
+  const { width, height } = page.viewportSize() ?? { width: 0, height: 0 };
+  const boxes = await page.locator(selector).evaluateAll((elements) =>
+    elements.map((e) => {
+      const r = (e as unknown as { getBoundingClientRect(): { left: number; top: number; right: number; bottom: number } }).getBoundingClientRect();
+      return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
+    }),
+  );
+  expect(boxes.length, `${selector} on the page`).toBeGreaterThan(0);
+  for (const box of boxes) {
+    expect(box.right - box.left, `${selector} has a width`).toBeGreaterThan(0);
+    expect(box.left, `${selector} left edge`).toBeGreaterThanOrEqual(0);
+    expect(box.top, `${selector} top edge`).toBeGreaterThanOrEqual(0);
+    expect(box.right, `${selector} right edge`).toBeLessThanOrEqual(width);
+    expect(box.bottom, `${selector} bottom edge`).toBeLessThanOrEqual(height);
+  }
+}

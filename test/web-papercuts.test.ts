@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
-import { DESKTOP, type Device, PHONE, pageSuite } from "./browser.js";
+import { DESKTOP, type Device, expectOnScreen, PHONE, pageSuite } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { Api, fetchOutput, onSharedStack, startSuiteStack, SuiteCleanup, until } from "./harness.js";
 
@@ -67,25 +67,6 @@ async function createFromPage(page: Page, label: string): Promise<string> {
 
 function status(page: Page, state: string) {
   return page.locator(`#status[data-state="${state}"]`);
-}
-
-/** Fails unless every element matching is on screen: its whole box inside the viewport. */
-async function expectOnScreen(page: Page, selector: string): Promise<void> {
-  const { width, height } = page.viewportSize() ?? { width: 0, height: 0 };
-  const boxes = await page.locator(selector).evaluateAll((elements) =>
-    elements.map((e) => {
-      const r = (e as unknown as PageElement).getBoundingClientRect();
-      return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
-    }),
-  );
-  expect(boxes.length, `${selector} on the page`).toBeGreaterThan(0);
-  for (const box of boxes) {
-    expect(box.right - box.left, `${selector} has a width`).toBeGreaterThan(0);
-    expect(box.left, `${selector} left edge`).toBeGreaterThanOrEqual(0);
-    expect(box.top, `${selector} top edge`).toBeGreaterThanOrEqual(0);
-    expect(box.right, `${selector} right edge`).toBeLessThanOrEqual(width);
-    expect(box.bottom, `${selector} bottom edge`).toBeLessThanOrEqual(height);
-  }
 }
 
 /** Waits until a rendered terminal row matches `want`. */

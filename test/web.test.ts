@@ -8,7 +8,7 @@ import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../scripts/stack.js";
 import { mkdirSync, readFileSync } from "node:fs";
-import { DESKTOP, PHONE, pageSuite } from "./browser.js";
+import { DESKTOP, expectOnScreen, PHONE, pageSuite } from "./browser.js";
 import { TENANTS } from "./global-setup.js";
 import { fetchOutput, onSharedStack, until } from "./harness.js";
 import { startProxy } from "./tcp-proxy.js";
@@ -72,25 +72,6 @@ async function fits(page: Page): Promise<{ cols: number; rows: number }> {
   const [cols, rows] = text.split("x").map(Number);
   if (!cols || !rows) throw new Error(`no size fits the terminal: ${JSON.stringify(text)}`);
   return { cols, rows };
-}
-
-/** Fails unless the element is on screen: its whole box inside the viewport. */
-async function expectOnScreen(page: Page, selector: string): Promise<void> {
-  const { width, height } = page.viewportSize() ?? { width: 0, height: 0 };
-  const boxes = await page.locator(selector).evaluateAll((elements) =>
-    elements.map((e) => {
-      const r = (e as unknown as PageElement).getBoundingClientRect();
-      return { left: r.left, top: r.top, right: r.right, bottom: r.bottom };
-    }),
-  );
-  expect(boxes.length, `${selector} on the page`).toBeGreaterThan(0);
-  for (const box of boxes) {
-    expect(box.right - box.left, `${selector} has a width`).toBeGreaterThan(0);
-    expect(box.left, `${selector} left edge`).toBeGreaterThanOrEqual(0);
-    expect(box.top, `${selector} top edge`).toBeGreaterThanOrEqual(0);
-    expect(box.right, `${selector} right edge`).toBeLessThanOrEqual(width);
-    expect(box.bottom, `${selector} bottom edge`).toBeLessThanOrEqual(height);
-  }
 }
 
 /** The terminal's rendered rows (xterm.js's DOM renderer), trailing blanks trimmed. */
