@@ -5,55 +5,26 @@
 // test/reconnect-deadlines.test.ts and test/sdk-errors.test.ts.
 import { describe, expect, it, vi } from "vitest";
 import { encodeOutput, PING_TEXT } from "../shared/protocol.js";
-import { AgentCalls } from "./agent.js";
 import { PtyBrokerError } from "./errors.js";
-import { Http } from "./http.js";
 import { Pty } from "./pty.js";
-import type { ConnectionState, ConnectOptions, PtyTransport, SocketLike, SocketQuery } from "./pty-types.js";
-
-class Socket implements SocketLike {
-  binaryType = "blob";
-  readyState = 0;
-  sent: (string | Uint8Array)[] = [];
-  closedWith: number | undefined;
-  onopen: ((event: unknown) => void) | null = null;
-  onmessage: ((event: { data: unknown }) => void) | null = null;
-  onclose: ((event: { code: number; reason: string }) => void) | null = null;
-  onerror: ((event: unknown) => void) | null = null;
-  constructor(readonly query: SocketQuery) {}
-  send(data: string | Uint8Array): void {
-    this.sent.push(data);
-  }
-  close(code = 1000, reason = ""): void {
-    this.closedWith = code;
-    this.readyState = 3;
-    this.onclose?.({ code, reason });
-  }
-  open(): void {
-    this.readyState = 1;
-    this.onopen?.({});
-    this.json({ type: "hello", session: { id: "s", cols: 80, rows: 24 } });
-  }
-  json(message: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(message) });
-  }
-}
+import { noAgentCalls, ScriptedSocket } from "./pty.test-kit.js";
+import type { ConnectionState, ConnectOptions, PtyTransport, SocketLike } from "./pty-types.js";
 
 /** A Pty whose sockets are scripted; `hang` makes the next `openSocket` calls never settle until released. */
 function scripted(options: ConnectOptions) {
-  const sockets: Socket[] = [];
-  const pending: { socket: Socket; settle: () => void }[] = [];
+  const sockets: ScriptedSocket[] = [];
+  const pending: { socket: ScriptedSocket; settle: () => void }[] = [];
   let hang = false;
   const transport: PtyTransport = {
     openSocket: (_id, query) => {
-      const socket = new Socket(query);
+      const socket = new ScriptedSocket(query);
       if (hang) return new Promise((resolve) => pending.push({ socket, settle: () => resolve(socket) }));
       sockets.push(socket);
       return Promise.resolve(socket);
     },
     rest: async <T>() => ({}) as T,
     recording: async () => "",
-    calls: new AgentCalls(new Http("http://broker.invalid", { apiKey: "k" }, () => Promise.reject(new Error("no REST here"))), "s"),
+    calls: noAgentCalls(),
   };
   const states: ConnectionState[] = [];
   const pty = new Pty("s", transport, false, { onState: (state) => states.push(state), ...options });
@@ -167,7 +138,7 @@ describe("Pty connection", () => {
         },
         rest: async <T>() => ({}) as T,
         recording: async () => "",
-        calls: new AgentCalls(new Http("http://broker.invalid", { apiKey: "k" }, () => Promise.reject(new Error("no REST here"))), "s"),
+        calls: noAgentCalls(),
       };
       const pty = new Pty("s", transport, false, { openTimeoutMs: 1000, reconnect: { baseMs: 100, maxMs: 60_000 }, connectTimeoutMs: 600_000 });
       void pty.connected();

@@ -2,55 +2,10 @@
 // real stack runs the same paths in test/sdk.test.ts; what only a scripted server can do here
 // is resend bytes a client already has, which the real one never does.
 import { describe, expect, it } from "vitest";
-import { encodeInput, encodeOutput, encodeScreen } from "../shared/protocol.js";
-import { AgentCalls } from "./agent.js";
-import { Http } from "./http.js";
+import { encodeInput } from "../shared/protocol.js";
 import { Pty } from "./pty.js";
-import type { PtyTransport, SocketLike, SocketQuery } from "./pty-types.js";
-
-class ScriptedSocket implements SocketLike {
-  binaryType = "blob";
-  readyState = 0;
-  sent: (string | Uint8Array)[] = [];
-  onopen: ((event: unknown) => void) | null = null;
-  onmessage: ((event: { data: unknown }) => void) | null = null;
-  onclose: ((event: { code: number; reason: string }) => void) | null = null;
-  onerror: ((event: unknown) => void) | null = null;
-
-  readonly from: string | null;
-  constructor(readonly query: SocketQuery) {
-    this.from = query.from;
-  }
-
-  send(data: string | Uint8Array): void {
-    this.sent.push(data);
-  }
-  close(code = 1000, reason = ""): void {
-    this.readyState = 3;
-    this.onclose?.({ code, reason });
-  }
-  open(): void {
-    this.readyState = 1;
-    this.onopen?.({});
-    this.json({ type: "hello", session: { id: "s", cols: 80, rows: 24 } });
-  }
-  json(message: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(message) });
-  }
-  output(offset: number, text: string): void {
-    this.binary(encodeOutput(offset, new TextEncoder().encode(text)));
-  }
-  stderr(offset: number, text: string): void {
-    this.binary(encodeOutput(offset, new TextEncoder().encode(text), "stderr"));
-  }
-  screen(offset: number, cols: number, rows: number, text: string): void {
-    this.json({ type: "screen", offset, cols, rows });
-    this.binary(encodeScreen(offset, new TextEncoder().encode(text)));
-  }
-  binary(frame: Uint8Array): void {
-    this.onmessage?.({ data: frame.buffer.slice(frame.byteOffset, frame.byteOffset + frame.byteLength) });
-  }
-}
+import { noAgentCalls, ScriptedSocket } from "./pty.test-kit.js";
+import type { PtyTransport } from "./pty-types.js";
 
 /** A REST call the Pty made through its transport. */
 type RestCall = [method: string, path: string, body?: unknown];
@@ -73,12 +28,7 @@ function scripted() {
       restCalls.push(["GET", `recording ${id}`, range]);
       return "cast";
     },
-    calls: new AgentCalls(
-      new Http("http://broker.invalid", { apiKey: "k" }, async () => {
-        throw new Error("no REST in this test");
-      }),
-      "s",
-    ),
+    calls: noAgentCalls(),
   };
   return { sockets, transport, restCalls };
 }
