@@ -31,16 +31,16 @@ const Env = z.object({
     .max(64)
     .default("per-tenant"),
   /**
+   * 1 (the default): each terminal's screen and shell tracker run in the agent thread
+   * (agent/agent-thread.ts), off the thread that reads PTYs; 0: on the main thread
+   * (docs/architecture.md, "The emulator off the hot path").
+   */
+  RUNNER_AGENT_THREAD: z.enum(["0", "1"]).default("1"),
+  /**
    * How long a flood's output may wait to be coalesced into one frame (output after a quiet
    * moment goes at once). 16 ms and 256 KiB cut the stack's CPU per MB by about a third
    * against 4 ms and 64 KiB (docs/benchmarks.md).
    */
-  /**
-   * 1: each terminal's screen and shell tracker run in the agent thread (agent/agent-thread.ts);
-   * 0 (the default for now): on the main thread. Off by default until a stall it shows under CPU
-   * load is understood (docs/architecture.md, "The emulator off the hot path").
-   */
-  RUNNER_AGENT_THREAD: z.enum(["0", "1"]).default("0"),
   COALESCE_MS: z.coerce.number().min(0).max(1000).default(16),
   /** Largest coalesced frame payload. */
   COALESCE_BYTES: z.coerce

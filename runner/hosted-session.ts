@@ -195,7 +195,7 @@ export class HostedSession {
         failed: (error: string) => this.agentLost(error),
       };
       const agentOptions = { cols: spec.cols, rows: spec.rows, shellIntegration };
-      // In the agent thread (RUNNER_AGENT_THREAD=1), or on this thread (the default for now).
+      // In the agent thread (the default), or on this thread (RUNNER_AGENT_THREAD=0).
       this.agent = this.config.agentThread ? new AgentThreadHost(this.key, port, agentOptions) : new AgentHost(this.key, port, agentOptions);
     }
     const coalescer = new Coalescer((offset, bytes, stream, at) => this.output(offset, bytes, { stream, at, ...this.size }), {

@@ -3,7 +3,7 @@
 import WebSocket from "ws";
 import { decodeFrame, encodeInput } from "../shared/protocol.js";
 
-type Waiter = { check: () => boolean; resolve: () => void };
+type Waiter = { check: () => boolean; resolve: () => void; closed: (code: number) => void };
 
 /** One thing a framed client received, in order. */
 export type TimelineEntry =
@@ -91,6 +91,8 @@ export class TermClient {
         this.closeCode = code;
         resolve(code);
         this.notify();
+        // Nothing more will come: a wait that does not hold now never will, and says why at once.
+        for (const waiter of [...this.waiters]) waiter.closed(code);
       });
     });
     this.socket.on("message", (data: Buffer, isBinary) => {
@@ -242,6 +244,11 @@ export class TermClient {
         resolve: () => {
           clearTimeout(timer);
           resolve();
+        },
+        closed: (code) => {
+          clearTimeout(timer);
+          this.waiters.delete(waiter);
+          reject(new Error(`the socket closed (${code}) while waiting for ${what}; output tail: ${JSON.stringify(this.recent.slice(-400))}`));
         },
       };
       const timer = setTimeout(() => {
