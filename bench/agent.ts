@@ -69,7 +69,7 @@ export async function screenMemory(count: number): Promise<ScreenMemory> {
   for (const screen of screens) screen.dispose();
   screens = [];
 
-  const port = { send: () => undefined, type: () => undefined, screenBehind: () => undefined };
+  const port = { send: () => undefined, type: () => undefined, screenBehind: () => undefined, failed: () => undefined };
   before = used();
   let hosts = Array.from({ length: count }, (_, i) => new AgentHost(`bench/${i}`, port, { cols: 80, rows: 24, shellIntegration: true }));
   for (const host of hosts) host.output(0, prompt);

@@ -273,12 +273,16 @@ export class HostedSession {
           return this.kill(message.graceMs, message.signal);
         case "screen":
         case "run":
-          if (this.agent) return void this.agent.handle(message);
+          if (this.agent && !this.agentFailed) return void this.agent.handle(message);
           return this.send({
             type: "call_failed",
             id: message.id,
             code: "INTERNAL",
-            message: this.proc ? "the session has no terminal" : "the session has not started",
+            message: this.agentFailed
+              ? "the session's screen failed (docs/architecture.md, \"The emulator off the hot path\")"
+              : this.proc
+                ? "the session has no terminal"
+                : "the session has not started",
           });
         case "pong":
           return;

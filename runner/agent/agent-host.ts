@@ -13,6 +13,8 @@ export interface AgentHostPort {
   type(bytes: Uint8Array): void;
   /** The screen fell behind the output (pause the process) or caught up. */
   screenBehind(behind: boolean): void;
+  /** The agent layer failed (its emulator threw): off for this session from here on. */
+  failed(error: string): void;
 }
 
 /** What a hosted session asks of its agent layer, here or in the agent thread (agent-thread.ts). */
@@ -34,7 +36,15 @@ export class AgentHost implements AgentLayer {
     private readonly port: AgentHostPort,
     options: { cols: number; rows: number; shellIntegration: boolean },
   ) {
-    this.screen = new TerminalScreen({ cols: options.cols, rows: options.rows, onBehind: (behind) => port.screenBehind(behind) });
+    this.screen = new TerminalScreen({
+      cols: options.cols,
+      rows: options.rows,
+      onBehind: (behind) => port.screenBehind(behind),
+      onFailed: (error) => {
+        log.error("agent.screen", { key, outcome: "emulator_threw", error });
+        port.failed(`the screen's emulator failed: ${error instanceof Error ? error.message : String(error)}`);
+      },
+    });
     this.tracker = new ShellTracker(
       {
         screen: this.screen,

@@ -32,13 +32,13 @@ export type FromAgentWorker =
 /** The sessions' worker: started with the first terminal, shared by all, stopped with the runner. */
 class AgentWorker {
   private worker: Worker | undefined;
-  private readonly ports = new Map<string, AgentPortWithFailure>();
+  private readonly ports = new Map<string, AgentHostPort>();
 
   post(message: ToAgentWorker, transfer: ArrayBuffer[] = []): void {
     this.started().postMessage(message, transfer);
   }
 
-  attach(key: string, port: AgentPortWithFailure): void {
+  attach(key: string, port: AgentHostPort): void {
     this.ports.set(key, port);
   }
 
@@ -68,7 +68,7 @@ class AgentWorker {
       this.worker = undefined;
       log.error("agent.worker", { outcome: "exited", code, sessions: this.ports.size });
       // Their screens and shell trackers are gone: each session goes on without its agent layer.
-      for (const [key, port] of this.ports) port.failed(`the agent thread exited (${code})`, key);
+      for (const port of this.ports.values()) port.failed(`the agent thread exited (${code})`);
       this.ports.clear();
     });
     this.worker = worker;
@@ -88,7 +88,7 @@ class AgentWorker {
           return port.screenBehind(message.behind);
         case "failed":
           this.ports.delete(message.key);
-          return port.failed(message.error, message.key);
+          return port.failed(message.error);
       }
     } catch (error) {
       log.warn("agent.worker", { key: message.key, op: message.op, outcome: "port_threw", error });
@@ -96,10 +96,6 @@ class AgentWorker {
   }
 }
 
-/** What a session's stand-in hears, and that its agent layer failed (then off for good). */
-export interface AgentPortWithFailure extends AgentHostPort {
-  failed(error: string, key: string): void;
-}
 
 const shared = new AgentWorker();
 
@@ -113,7 +109,7 @@ export class AgentThreadHost implements AgentLayer {
 
   constructor(
     private readonly key: string,
-    port: AgentPortWithFailure,
+    port: AgentHostPort,
     options: { cols: number; rows: number; shellIntegration: boolean },
   ) {
     shared.attach(key, port);

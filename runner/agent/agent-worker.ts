@@ -31,6 +31,7 @@ port.on("message", (message: ToAgentWorker) => {
             say({ op: "type", key, bytes: copy }, [copy.buffer]);
           },
           screenBehind: (behind) => say({ op: "behind", key, behind }),
+          failed: (error) => failed(key, error),
         },
         { cols: message.cols, rows: message.rows, shellIntegration: message.shellIntegration },
       );
@@ -38,7 +39,7 @@ port.on("message", (message: ToAgentWorker) => {
       return;
     }
     const host = hosts.get(key);
-    if (!host) return; // failed earlier, or disposed
+    if (!host) return; // failed earlier (the session no longer calls it), or disposed
     switch (message.op) {
       case "output":
         return host.output(message.offset, message.bytes);

@@ -154,6 +154,40 @@ describe("TerminalScreen", () => {
   }, 40_000);
 });
 
+describe("an emulator that cannot break", () => {
+  it("goes on after a resize narrower then taller (xterm throws on this with no line kept above the screen)", async () => {
+    const s = screen(80, 24);
+    const long = (n: number) => `${"x".repeat(n)}\r\n`;
+    s.write(0, bytes(long(250).repeat(6)));
+    s.resize(26, 29);
+    s.resize(69, 30);
+    const tail = Array.from({ length: 40 }, (_, n) => `after ${n}\r\n`).join("");
+    s.write(s.offset, bytes(tail));
+    const snap = await s.snapshot();
+    expect(snap).toMatchObject({ cols: 69, rows: 30, offset: 1512 + tail.length });
+    expect(snap.lines.slice(-3)).toEqual(["after 38", "after 39", ""]);
+  });
+
+  it("a parser that throws fails its own screen only: onFailed, its snapshot rejects, another screen goes on", async () => {
+    const failures: unknown[] = [];
+    const broken = new TerminalScreen({ cols: 80, rows: 24, onFailed: (error) => failures.push(error) });
+    screens.push(broken);
+    const other = screen(80, 24);
+    // The emulator's own parser, made to throw as xterm 6.0.0 did on the resize above.
+    const core = (broken as unknown as { term: { _core: { _inputHandler: { parse: () => void } } } }).term._core;
+    core._inputHandler.parse = () => {
+      throw new TypeError("Cannot set properties of undefined (setting 'isWrapped')");
+    };
+    const pending = broken.snapshot();
+    broken.write(0, bytes("boom\r\n"));
+    other.write(0, bytes("fine\r\n"));
+    await expect(broken.snapshot()).rejects.toThrow("the screen is gone");
+    await expect(pending).resolves.toMatchObject({ offset: 0 }); // queued before the bytes: taken before them
+    expect(failures.map(String)).toEqual(["TypeError: Cannot set properties of undefined (setting 'isWrapped')"]);
+    expect((await other.snapshot()).lines[0]).toBe("fine");
+  });
+});
+
 describe("memory", () => {
   it("is small per idle screen (no scrollback), and given back once disposed and dropped", async () => {
     // A collection on demand, as `node --expose-gc` would give.

@@ -2,10 +2,12 @@
 // `from=screen`): a headless terminal emulator (xterm.js) fed every output byte in offset order.
 // The only module that imports @xterm/headless and @xterm/addon-serialize.
 //
-// xterm's `write` is asynchronous: bytes are queued and parsed in slices between other work. So
-// everything that must happen at a point of the stream (a resize, a snapshot, reading the
-// command line at a shell mark) is queued behind the bytes written before it, as a write
-// callback, and runs before later bytes are parsed. The queue is bounded: past BEHIND_BYTES not
+// xterm's `write` is asynchronous: bytes are parsed in slices between other work. The screen
+// keeps its own queue of bytes and of steps that must happen at a point of the stream (a resize,
+// a snapshot, reading the command line at a shell mark), and hands xterm the bytes up to the next
+// step once it has parsed everything before: so a step runs with the screen exactly at its point,
+// and each batch of bytes starts with xterm's state known, which lets the screen skip plain text
+// that would scroll away unseen (scrolled-off.ts). The queue is bounded: past BEHIND_BYTES not
 // yet parsed the screen says it is behind (the session pauses its process) until it is back
 // under CAUGHT_UP_BYTES.
 import headless from "@xterm/headless";
@@ -13,6 +15,7 @@ import serializeAddon from "@xterm/addon-serialize";
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import type { OutputLog } from "../log/output-log.js";
 import { withLogSlot } from "../log/log-reads.js";
+import { scrolledOffPrefix } from "./scrolled-off.js";
 
 const { Terminal } = headless;
 type Terminal = InstanceType<typeof Terminal>;
@@ -23,8 +26,19 @@ export const BEHIND_BYTES = 4 << 20;
 export const CAUGHT_UP_BYTES = 1 << 20;
 /** Log data fed to a rebuilt screen per round trip (and parsed before the next is read). */
 const REBUILD_PIECE_BYTES = 1 << 20;
+/** Queued bytes parsed as one batch, at most (a step ends a batch sooner). */
+const BATCH_BYTES = 256 << 10;
+/** Parsing goes on for this long, then yields to the thread's other work (other sessions' screens). */
+const SLICE_MS = 12;
+/**
+ * Lines kept above the screen. One, not none: xterm 6.0.0 throws on a line feed after a resize
+ * narrower then taller with no scrollback at all (scrolled-off.test.ts plays it), and a throw
+ * inside its parser leaves that terminal unable to parse again.
+ */
+const SCROLLBACK = 1;
 
 const EMPTY = new Uint8Array(0);
+const CR = Uint8Array.of(0x0d);
 
 export interface ScreenOptions {
   cols: number;
@@ -33,6 +47,10 @@ export interface ScreenOptions {
   offset?: number;
   /** The screen fell behind (true) or caught up (false). */
   onBehind?: (behind: boolean) => void;
+  /** The emulator threw while parsing: the screen is disposed, its steps run, nothing is parsed again. */
+  onFailed?: (error: unknown) => void;
+  /** Skip plain text that scrolls away unseen (scrolled-off.ts); default true. False parses every byte. */
+  skipScrolledOff?: boolean;
 }
 
 /** Where the cursor was at a point of the stream (the start of a shell's command line). */
@@ -41,11 +59,23 @@ export interface ScreenPosition {
   x: number;
 }
 
-/** xterm's internals read here (pinned @xterm/headless 6.0.0): cursor visibility and the scroll region. */
+/**
+ * xterm's internals read here (pinned @xterm/headless 6.0.0): cursor visibility, the scroll
+ * region, and whether the parser is between sequences (ground state, no async handler paused, no
+ * partial UTF-8 character). Where one is missing, nothing is skipped.
+ */
 interface TerminalCore {
   coreService?: { isCursorHidden?: unknown };
   buffer?: { scrollTop?: unknown; scrollBottom?: unknown };
+  writeSync?: (data: Uint8Array) => void;
+  _inputHandler?: {
+    _parser?: { currentState?: unknown; _parseStack?: { state?: unknown } };
+    _utf8Decoder?: { interim?: Uint8Array };
+  };
 }
+
+/** A step queued at a point of the stream: runs once everything before it is parsed (or the screen is disposed). */
+type Step = () => void;
 
 export class TerminalScreen {
   private readonly term: Terminal;
@@ -57,11 +87,17 @@ export class TerminalScreen {
   private isBehind = false;
   private title: string | null = null;
   private disposed = false;
+  /** Bytes and steps not yet handed to xterm, in stream order. */
+  private queue: (Uint8Array | Step)[] = [];
+  /** A pump is scheduled (a microtask, or the next turn after a slice). */
+  private scheduled = false;
+  /** Bytes skipped as text that scrolled away unseen. */
+  private skippedBytes = 0;
 
   constructor(private readonly options: ScreenOptions) {
     this.fed = options.offset ?? 0;
-    // No scrollback: the screen is what is on it (and a screen's memory stays small).
-    this.term = new Terminal({ cols: options.cols, rows: options.rows, scrollback: 0, allowProposedApi: true, logLevel: "off" });
+    // Almost no scrollback: the screen is what is on it (and a screen's memory stays small).
+    this.term = new Terminal({ cols: options.cols, rows: options.rows, scrollback: SCROLLBACK, allowProposedApi: true, logLevel: "off" });
     this.serializer = new serializeAddon.SerializeAddon();
     // The addon's typings name @xterm/xterm's Terminal; the headless one has what it uses.
     this.term.loadAddon(this.serializer as unknown as Parameters<Terminal["loadAddon"]>[0]);
@@ -78,6 +114,11 @@ export class TerminalScreen {
   /** Bytes written and not yet parsed. */
   get unparsed(): number {
     return this.pending;
+  }
+
+  /** Bytes written that were skipped, not parsed: plain text that scrolled away unseen. */
+  get skipped(): number {
+    return this.skippedBytes;
   }
 
   get behind(): boolean {
@@ -102,10 +143,8 @@ export class TerminalScreen {
     const size = bytes.byteLength;
     this.pending += size;
     if (!this.isBehind && this.pending > BEHIND_BYTES) this.setBehind(true);
-    this.term.write(bytes, () => {
-      this.pending -= size;
-      if (this.isBehind && this.pending < CAUGHT_UP_BYTES) this.setBehind(false);
-    });
+    this.queue.push(bytes);
+    this.kick();
   }
 
   /** Resizes the screen after the bytes written so far, before later ones. */
@@ -121,16 +160,13 @@ export class TerminalScreen {
   afterParsed(callback: () => void): void {
     if (this.disposed) return;
     this.waiting++;
-    this.term.write(EMPTY, () => {
+    this.step(() => {
       this.waiting--;
       if (!this.disposed) callback();
     });
   }
 
-  /**
-   * Nothing written is left to parse and no afterParsed callback waits: the screen is as it is
-   * at `offset` now (xterm runs even an empty write's callback from a timer, ~1 ms later).
-   */
+  /** Nothing written is left to parse and no afterParsed callback waits: the screen is as it is at `offset` now. */
   get settled(): boolean {
     return this.pending === 0 && this.waiting === 0;
   }
@@ -139,7 +175,7 @@ export class TerminalScreen {
   parsed(): Promise<void> {
     return new Promise((resolve) => {
       if (this.disposed) return resolve();
-      this.term.write(EMPTY, resolve);
+      this.step(resolve);
     });
   }
 
@@ -148,8 +184,8 @@ export class TerminalScreen {
     const offset = this.fed;
     return new Promise((resolve, reject) => {
       if (this.disposed) return reject(new Error("the screen is gone"));
-      // Taken inside the callback: once it returns, xterm may parse later bytes.
-      this.term.write(EMPTY, () => {
+      // Taken inside the step: once it returns, later bytes may be parsed.
+      this.step(() => {
         if (this.disposed) reject(new Error("the screen is gone"));
         else resolve(this.capture(offset));
       });
@@ -210,6 +246,88 @@ export class TerminalScreen {
     if (this.disposed) return;
     this.disposed = true;
     this.term.dispose();
+    // The steps still queued run now, each seeing the screen disposed (a snapshot rejects).
+    const queue = this.queue;
+    this.queue = [];
+    for (const item of queue) if (typeof item === "function") item();
+  }
+
+  private step(step: Step): void {
+    this.queue.push(step);
+    this.kick();
+  }
+
+  /** Pumps from a microtask: a step never runs inside the call that queued it or the write before it. */
+  private kick(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => this.pump());
+  }
+
+  /**
+   * Runs the queue in order: each step once everything before it is parsed, and the bytes up to
+   * the next step parsed as one batch, synchronously (each batch starts with xterm's state
+   * known, and a throw is this screen's alone). After SLICE_MS it yields a turn to the thread's
+   * other work and goes on.
+   */
+  private pump(): void {
+    this.scheduled = false;
+    const started = performance.now();
+    while (!this.disposed && this.queue.length > 0) {
+      const head = this.queue[0] as Uint8Array | Step;
+      if (typeof head === "function") {
+        this.queue.shift();
+        head();
+        continue;
+      }
+      let count = 0;
+      let size = 0;
+      while (count < this.queue.length && size < BATCH_BYTES) {
+        const item = this.queue[count] as Uint8Array | Step;
+        if (typeof item === "function") break;
+        size += item.byteLength;
+        count++;
+      }
+      const parts = this.queue.splice(0, count) as Uint8Array[];
+      if (!this.parse(parts.length === 1 ? (parts[0] as Uint8Array) : Buffer.concat(parts, size))) return;
+      this.pending -= size;
+      if (this.isBehind && this.pending < CAUGHT_UP_BYTES) this.setBehind(false);
+      if (performance.now() - started >= SLICE_MS && this.queue.length > 0) {
+        this.scheduled = true;
+        setImmediate(() => this.pump());
+        return;
+      }
+    }
+  }
+
+  /** Parses a batch, skipping what scrolls away unseen; false if the emulator threw (the screen is then disposed). */
+  private parse(batch: Uint8Array): boolean {
+    const core = (this.term as unknown as { _core: TerminalCore })._core;
+    try {
+      const skip = this.skippable(batch);
+      if (skip > 0) {
+        this.skippedBytes += skip;
+        core.writeSync?.(CR);
+      }
+      core.writeSync?.(skip > 0 ? batch.subarray(skip) : batch);
+      return true;
+    } catch (error) {
+      this.dispose();
+      this.options.onFailed?.(error);
+      return false;
+    }
+  }
+
+  /** How much of `batch` may be skipped as plain text that scrolls away unseen (scrolled-off.ts); everything before it is parsed. */
+  private skippable(batch: Uint8Array): number {
+    if (this.options.skipScrolledOff === false || batch.byteLength < 4 * this.term.cols * this.term.rows) return 0;
+    const core = (this.term as unknown as { _core?: TerminalCore })._core;
+    const parser = core?._inputHandler?._parser;
+    const interim = core?._inputHandler?._utf8Decoder?.interim;
+    const buffer = core?.buffer;
+    const between = parser?.currentState === 0 && parser._parseStack?.state === 0 && interim?.[0] === 0;
+    const wholeScreen = buffer?.scrollTop === 0 && buffer.scrollBottom === this.term.rows - 1;
+    return between && wholeScreen ? scrolledOffPrefix(batch, this.term.rows, SCROLLBACK) : 0;
   }
 
   private setBehind(behind: boolean): void {

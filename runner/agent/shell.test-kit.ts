@@ -65,6 +65,9 @@ export class TestShell {
         send: (message) => this.messages.push(message),
         type: (bytes) => this.pty.write(bytes),
         screenBehind: (behind) => (behind ? this.pty.pause() : this.pty.resume()),
+        failed: (error) => {
+          throw new Error(`the agent layer failed: ${error}`);
+        },
       },
       { cols, rows, shellIntegration: options.initFile !== undefined },
     );
