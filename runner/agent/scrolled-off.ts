@@ -24,10 +24,11 @@
 const CR = 0x0d;
 const LF = 0x0a;
 
-/** A byte that, in the parser's ground state, only prints one cell or moves the cursor (CR, LF). */
-function plain(byte: number): boolean {
-  return (byte >= 0x20 && byte <= 0x7e) || byte === CR || byte === LF;
-}
+/** 1 for a byte that, in the parser's ground state, only prints one cell or moves the cursor (CR, LF). */
+const PLAIN = new Uint8Array(256);
+PLAIN.fill(1, 0x20, 0x7f);
+PLAIN[CR] = 1;
+PLAIN[LF] = 1;
 
 /**
  * How many leading bytes of `bytes` the screen may skip (writing one CR instead), given that the
@@ -38,7 +39,8 @@ function plain(byte: number): boolean {
  */
 export function scrolledOffPrefix(bytes: Uint8Array, rows: number, scrollback: number): number {
   let run = 0;
-  while (run < bytes.length && plain(bytes[run] as number)) run++;
+  const length = bytes.length;
+  while (run < length && PLAIN[bytes[run] as number] === 1) run++;
   const need = 2 * rows + scrollback;
   let feeds = 0;
   let printable = false;
