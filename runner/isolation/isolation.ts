@@ -198,6 +198,20 @@ export class Isolation {
     });
   }
 
+  /**
+   * Whether the session's sandbox holds its command until allow(key) (an egress network's "go"),
+   * so that the sandbox may be set up while the session's link is dialled: nothing of the
+   * request runs before allow.
+   */
+  holdsCommand(spec: SpawnSpec): boolean {
+    return this.sandbox !== null && (spec.network ?? this.sandbox.config.network) === "egress";
+  }
+
+  /** The session's link is open: a command its sandbox holds may run (once its network is ready). */
+  allow(key: string): void {
+    this.scopes.get(key)?.network?.allow();
+  }
+
   /** What the session got (its Session record's sandbox, network and limits). */
   report(key: string): SandboxReport {
     return this.scopes.get(key)?.report ?? { sandbox: this.kind };

@@ -79,6 +79,9 @@ export class EgressNetwork {
   private reader: Socket | null = null;
   private slirp: ChildProcess | null = null;
   private closed = false;
+  private allowed!: () => void;
+  /** Resolves once the session's command may run (allow()): the edge holds the session's link. */
+  private readonly allowance = new Promise<void>((resolve) => (this.allowed = resolve));
 
   constructor(
     fifos: FifoPair,
@@ -100,7 +103,8 @@ export class EgressNetwork {
   /**
    * Attaches slirp4netns to the sandbox whose outside pid is `pid` (bubblewrap's) as soon as its
    * namespace exists ("ns"), while the sandbox installs its rules; once both are done (slirp4netns
-   * ready, the sandbox's "ready"), lets the session's command run. Nothing of the session runs
+   * ready, the sandbox's "ready") and the session is allowed to run (allow(): its link is open,
+   * which may come before or after), lets the session's command run. Nothing of the session runs
    * before "go": in between, only the network step (root) is in the namespace.
    */
   async attach(pid: number): Promise<void> {
@@ -115,12 +119,19 @@ export class EgressNetwork {
     const slirp = this.startSlirp(init, deadline).then(() => performance.now() - start);
     const rules = said.ready.then(() => performance.now() - start);
     const [slirpMs, readyMs] = await Promise.all([slirp, rules]);
+    // Not under the deadline: the session's link may still be on its way (it ends the session if it never comes).
+    await this.allowance;
     if (this.closed || this.goFd === null) throw new Error("the session ended while its network was set up");
     writeSync(this.goFd, "go\n");
     closeSync(this.goFd);
     this.goFd = null;
     // Where a create's time goes (docs/benchmarks.md, "sandbox cost"): all from attach's start.
     log.debug("session.network", { outcome: "attached", nsMs: Math.round(nsMs), readyMs: Math.round(readyMs), slirpMs: Math.round(slirpMs) });
+  }
+
+  /** The session's command may run once the network is ready (the edge holds its link). Safe to call again. */
+  allow(): void {
+    this.allowed();
   }
 
   /** The sandbox's network step's two words on the info fifo: "ns" (its namespace exists), then "ready" (its rules are installed). */
