@@ -148,12 +148,14 @@ export class HostedSession {
   /**
    * The runner is shutting down and the drain time is up: ends the process as `kill` does and
    * reports its exit with `reason: "drain"`. A session whose process has not started yet (its
-   * link never opened) is given up: it never starts here.
+   * link never opened; a sandbox that holds its command may be up, the command not) is given
+   * up: it never starts here.
    */
   drain(graceMs: number): void {
     if (this.exited || this.ended) return;
-    if (!this.proc) {
+    if (!this.proc || !this.startReported) {
       log.info("session.drain", { key: this.key, outcome: "not_started" });
+      if (this.proc) isolation().end(this.key);
       this.end();
       return;
     }
