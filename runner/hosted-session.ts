@@ -52,6 +52,12 @@ export class HostedSession {
   private coalescer: Coalescer | undefined;
   private agent: AgentLayer | undefined;
   private agentFailed = false;
+  /** startProcess ran (at spawn for a sandbox that holds its command, else at the first resume). */
+  private startTried = false;
+  /** Why the process could not be started, told to the edge on the link's resume. */
+  private startFailure: string | undefined;
+  /** The edge has been told the process started. */
+  private startReported = false;
   /** The process is paused while the edge or the screen is behind. */
   private readonly pauses = new PauseReasons<"delivery" | "screen">({
     pause: () => this.proc?.pause(),
@@ -130,17 +136,26 @@ export class HostedSession {
 
   start(): void {
     this.link.start();
+    // A sandbox that holds its command until the link is open (an egress network's "go") is set
+    // up while the link is dialled: bubblewrap, its rules and slirp4netns overlap the dial
+    // (docs/benchmarks.md, issue 26). Anything else starts once the edge has resumed.
+    if (!isolation().holdsCommand(this.spawn.spec)) return;
+    // A new session: nothing the sandbox writes may be trimmed before the edge holds it.
+    this.outputLog.hold(this.key, 0);
+    this.startProcess();
   }
 
   /**
    * The runner is shutting down and the drain time is up: ends the process as `kill` does and
    * reports its exit with `reason: "drain"`. A session whose process has not started yet (its
-   * link never opened) is given up: it never starts here.
+   * link never opened; a sandbox that holds its command may be up, the command not) is given
+   * up: it never starts here.
    */
   drain(graceMs: number): void {
     if (this.exited || this.ended) return;
-    if (!this.proc) {
+    if (!this.proc || !this.startReported) {
       log.info("session.drain", { key: this.key, outcome: "not_started" });
+      if (this.proc) isolation().end(this.key);
       this.end();
       return;
     }
@@ -166,6 +181,8 @@ export class HostedSession {
   }
 
   private startProcess(): void {
+    if (this.startTried) return;
+    this.startTried = true;
     const { spec, tenant } = this.spawn;
     let proc: SessionProcess;
     let shellIntegration = false;
@@ -181,8 +198,8 @@ export class HostedSession {
       isolation().end(this.key);
       const message = error instanceof Error ? error.message : String(error);
       log.warn("session.spawn", { key: this.key, outcome: "failed", error: message });
-      this.send({ type: "failed", error: message });
-      this.end();
+      // Told to the edge on the link's resume (onResume), which may not have come yet.
+      this.startFailure = message;
       return;
     }
     this.proc = proc;
@@ -342,11 +359,18 @@ export class HostedSession {
   private onResume(offset: number): void {
     // Before the process starts: nothing it writes may be trimmed until the edge holds it.
     this.outputLog.hold(this.key, offset);
-    if (!this.proc && !this.ended) {
-      this.startProcess();
-      if (!this.proc) return;
+    if (!this.ended) this.startProcess();
+    if (this.startFailure !== undefined) {
+      this.send({ type: "failed", error: this.startFailure });
+      this.end();
+      return;
     }
-    if (this.proc && !this.exited) this.send({ type: "started", pid: this.proc.pid, ...isolation().report(this.key) });
+    if (!this.proc) return;
+    // The edge holds the link: a command the sandbox holds may run now.
+    isolation().allow(this.key);
+    // Said once even if the process ended before the link opened (its exit follows through the delivery).
+    if (!this.exited || !this.startReported) this.send({ type: "started", pid: this.proc.pid, ...isolation().report(this.key) });
+    this.startReported = true;
     // A new link (or a restarted edge) starts without the input state: tell it again.
     this.send({ type: "input_state", full: this.inputGate.isFull });
     // A `retained` sent while the link was down was lost with it.

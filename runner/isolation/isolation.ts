@@ -14,6 +14,7 @@ import type { RunnerConfig, SandboxConfig } from "../config.js";
 import type { ProcessExit } from "../process/session-process.js";
 import { installShellIntegration, integratedBashArgs, isLoginBash } from "../agent/shell-integration.js";
 import { Containment } from "./containment.js";
+import { FifoStock } from "./fifo-stock.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
 import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
@@ -53,6 +54,8 @@ interface SandboxParts {
   disks: TenantDisks;
   /** root-only folder of this run's per-session network fifos */
   folder: string;
+  /** egress sessions' fifo pairs, made ahead in that folder */
+  fifos: FifoStock;
 }
 
 interface Scope {
@@ -102,7 +105,9 @@ export class Isolation {
       const folder = join(sandboxes, runName);
       mkdirSync(folder, { recursive: true, mode: 0o700 });
       const limits = await Limits.start(runName, containment.runCgroup);
-      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder };
+      const fifos = new FifoStock(folder, tools.mkfifo);
+      if (config.sandbox.network === "egress") fifos.refill();
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos };
       log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB });
     } else {
       log.warn("runner.sandbox", {
@@ -163,7 +168,7 @@ export class Isolation {
     const containmentProcs = this.containment.open(key, id);
     const limitProcs = sandbox.limits.open(id, tenantGroup(tenant), limits, containmentProcs ? join(containmentProcs, "..") : null);
     const cgroupProcs = [...(containmentProcs ? [containmentProcs] : []), ...limitProcs];
-    if (network === "egress") scope.network = new EgressNetwork(sandbox.folder, id, sandbox.network);
+    if (network === "egress") scope.network = new EgressNetwork(sandbox.fifos.take(), sandbox.network);
     const enter = folders.target === folders.root ? null : folders.target;
     const inner = dropStep(sandbox.setpriv, user, sessionStep({ env, enter, command: spec.command, args }));
     const { args: bwrapArgs, data } = sandboxCommand({
@@ -191,6 +196,20 @@ export class Isolation {
       log.warn("session.network", { key, outcome: "failed", error: error instanceof Error ? error.message : String(error) });
       this.end(key); // the session's process dies with its sandbox; its exit is reported as usual
     });
+  }
+
+  /**
+   * Whether the session's sandbox holds its command until allow(key) (an egress network's "go"),
+   * so that the sandbox may be set up while the session's link is dialled: nothing of the
+   * request runs before allow.
+   */
+  holdsCommand(spec: SpawnSpec): boolean {
+    return this.sandbox !== null && (spec.network ?? this.sandbox.config.network) === "egress";
+  }
+
+  /** The session's link is open: a command its sandbox holds may run (once its network is ready). */
+  allow(key: string): void {
+    this.scopes.get(key)?.network?.allow();
   }
 
   /** What the session got (its Session record's sandbox, network and limits). */
@@ -249,6 +268,7 @@ export class Isolation {
     if (this.sandbox) {
       await this.sandbox.limits.close();
       this.sandbox.disks.close();
+      this.sandbox.fifos.close();
       rmSync(this.sandbox.folder, { recursive: true, force: true });
     }
   }

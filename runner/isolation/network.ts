@@ -1,24 +1,26 @@
 // A sandboxed session's network (docs/security.md, "The sandbox"). bubblewrap gives every
 // sandbox a network namespace of its own (sandbox.ts), which holds only its own loopback: that is
 // `network: "none"`. For `network: "egress"`, before the session's command runs:
-//   1. inside the sandbox, still root (sandbox.ts, its network step), nftables rules are
-//      installed in the sandbox's namespace that refuse the slirp network's own hosts but its
-//      resolver, SESSION_DENY_CIDRS and every address of the runner's host; the session's user
-//      has no capability to change them. The step then says "ready" on a fifo and waits;
-//   2. the runner, as root, starts slirp4netns on that namespace (a user-mode network stack: the
-//      session's traffic leaves as the runner host's own sockets), with the host's loopback
-//      disabled, in a sandbox of its own (`--enable-sandbox --enable-seccomp`), ending when the
-//      runner does (`--exit-fd`);
-//   3. the runner writes "go" on a second fifo, and the sandbox drops to the session's user.
+//   1. inside the sandbox, still root (sandbox.ts, its network step), the step says "ns" on a
+//      fifo, then installs nftables rules in the sandbox's namespace that refuse the slirp
+//      network's own hosts but its resolver, SESSION_DENY_CIDRS and every address of the runner's
+//      host; the session's user has no capability to change them. The step then says "ready"
+//      and waits;
+//   2. meanwhile (from "ns" on, so the two overlap) the runner, as root, starts slirp4netns on
+//      that namespace (a user-mode network stack: the session's traffic leaves as the runner
+//      host's own sockets), with the host's loopback disabled, in a sandbox of its own
+//      (`--enable-sandbox --enable-seccomp`), ending when the runner does (`--exit-fd`);
+//   3. once both are done, the runner writes "go" on a second fifo, and the sandbox drops to the
+//      session's user. Until then only the network step runs in the namespace.
 // The fifos live in a root-only folder. Nothing on the runner's machine (the output log, the
 // edge, an inspector, any other service) can be reached either way: the host's loopback is
 // another namespace's, and its other addresses are refused.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { closeSync, constants, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, constants, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { Socket } from "node:net";
 import { networkInterfaces } from "node:os";
-import { join } from "node:path";
 import { log } from "../../shared/log.js";
+import type { FifoPair } from "./fifo-stock.js";
 import { ROOT_ENV, requireTool } from "./launch.js";
 import { SANDBOX_RESOLVER } from "./sandbox.js";
 
@@ -77,17 +79,17 @@ export class EgressNetwork {
   private reader: Socket | null = null;
   private slirp: ChildProcess | null = null;
   private closed = false;
+  private allowed!: () => void;
+  /** Resolves once the session's command may run (allow()): the edge holds the session's link. */
+  private readonly allowance = new Promise<void>((resolve) => (this.allowed = resolve));
 
   constructor(
-    runFolder: string,
-    id: string,
+    fifos: FifoPair,
     private readonly tools: NetworkTools,
   ) {
-    this.folder = join(runFolder, id);
-    mkdirSync(this.folder, { mode: 0o700 });
-    this.info = join(this.folder, "info");
-    this.go = join(this.folder, "go");
-    execFileSync(tools.mkfifo, ["-m", "600", this.info, this.go], { env: { ...ROOT_ENV } });
+    this.folder = fifos.folder;
+    this.info = fifos.info;
+    this.go = fifos.go;
     // Both ends opened read-write and non-blocking: neither this open nor the root step's blocks.
     this.infoFd = openSync(this.info, constants.O_RDWR | constants.O_NONBLOCK);
     this.goFd = openSync(this.go, constants.O_RDWR | constants.O_NONBLOCK);
@@ -99,48 +101,73 @@ export class EgressNetwork {
   }
 
   /**
-   * Once the sandbox whose outside pid is `pid` (bubblewrap's) says it is ready, attaches
-   * slirp4netns to its namespace and lets the session's command run.
+   * Attaches slirp4netns to the sandbox whose outside pid is `pid` (bubblewrap's) as soon as its
+   * namespace exists ("ns"), while the sandbox installs its rules; once both are done (slirp4netns
+   * ready, the sandbox's "ready") and the session is allowed to run (allow(): its link is open,
+   * which may come before or after), lets the session's command run. Nothing of the session runs
+   * before "go": in between, only the network step (root) is in the namespace.
    */
   async attach(pid: number): Promise<void> {
     const start = performance.now();
     const deadline = Date.now() + ATTACH_DEADLINE_MS;
-    await this.ready(deadline);
-    const readyMs = performance.now() - start;
+    const said = this.listen(deadline);
+    await said.ns;
+    const nsMs = performance.now() - start;
     // The sandbox's init, bubblewrap's child: in the sandbox's namespaces.
     const init = firstChild(pid);
     if (init === null) throw new Error("the sandbox is gone");
-    await this.startSlirp(init, deadline);
+    const slirp = this.startSlirp(init, deadline).then(() => performance.now() - start);
+    const rules = said.ready.then(() => performance.now() - start);
+    const [slirpMs, readyMs] = await Promise.all([slirp, rules]);
+    // Not under the deadline: the session's link may still be on its way (it ends the session if it never comes).
+    await this.allowance;
     if (this.closed || this.goFd === null) throw new Error("the session ended while its network was set up");
     writeSync(this.goFd, "go\n");
     closeSync(this.goFd);
     this.goFd = null;
-    // Where a create's time goes (docs/benchmarks.md, "sandbox cost").
-    log.debug("session.network", { outcome: "attached", readyMs: Math.round(readyMs), slirpMs: Math.round(performance.now() - start - readyMs) });
+    // Where a create's time goes (docs/benchmarks.md, "sandbox cost"): all from attach's start.
+    log.debug("session.network", { outcome: "attached", nsMs: Math.round(nsMs), readyMs: Math.round(readyMs), slirpMs: Math.round(slirpMs) });
   }
 
-  /** Resolves when the sandbox's network step says "ready" (its rules are installed). */
-  private ready(deadline: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const reader = new Socket({ fd: this.infoFd, readable: true, writable: false });
-      this.reader = reader;
-      let text = "";
-      const timer = setTimeout(() => fail(new Error("the sandbox did not get ready")), Math.max(1, deadline - Date.now()));
-      const fail = (error: Error) => {
+  /** The session's command may run once the network is ready (the edge holds its link). Safe to call again. */
+  allow(): void {
+    this.allowed();
+  }
+
+  /** The sandbox's network step's two words on the info fifo: "ns" (its namespace exists), then "ready" (its rules are installed). */
+  private listen(deadline: number): { ns: Promise<void>; ready: Promise<void> } {
+    let nsSaid!: () => void;
+    let readySaid!: () => void;
+    let failed!: (error: Error) => void;
+    const failure = new Promise<never>((_, reject) => (failed = reject));
+    const ns = Promise.race([new Promise<void>((resolve) => (nsSaid = resolve)), failure]);
+    const ready = Promise.race([new Promise<void>((resolve) => (readySaid = resolve)), failure]);
+    // Whichever is not awaited when it fails is not an unhandled rejection.
+    ns.catch(() => {});
+    ready.catch(() => {});
+    const reader = new Socket({ fd: this.infoFd, readable: true, writable: false });
+    this.reader = reader;
+    let text = "";
+    const timer = setTimeout(() => fail(new Error("the sandbox did not get ready")), Math.max(1, deadline - Date.now()));
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      reader.destroy();
+      failed(error);
+    };
+    reader.on("data", (chunk: Buffer) => {
+      // Bounded: the step says "ns\nready\n" and nothing else.
+      text = (text + chunk.toString("utf8")).slice(0, 64);
+      if (text.startsWith("ns\n")) nsSaid();
+      if (text.startsWith("ns\nready\n")) {
         clearTimeout(timer);
         reader.destroy();
-        reject(error);
-      };
-      reader.on("data", (chunk: Buffer) => {
-        text += chunk.toString("utf8");
-        if (text.includes("ready\n")) {
-          clearTimeout(timer);
-          reader.destroy();
-          resolve();
-        }
-      });
-      reader.on("error", fail);
+        readySaid();
+      } else if (!"ns\nready\n".startsWith(text)) {
+        fail(new Error(`the sandbox said ${JSON.stringify(text)}`));
+      }
     });
+    reader.on("error", fail);
+    return { ns, ready };
   }
 
   private startSlirp(pid: number, deadline: number): Promise<void> {

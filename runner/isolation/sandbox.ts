@@ -59,10 +59,12 @@ let system: string[] | undefined;
 /** Where an egress sandbox reads its nftables rules (root only, mode 0600). */
 const RULES = "/run/ptybroker/egress.nft";
 
-// Inside an egress sandbox, as root, before the drop: installs the rules (nothing of the session
-// has run yet), says ready on fd 3, waits for the runner's go on fd 4 (slirp4netns attached),
-// then closes both and execs the drop step.
-const NETWORK_STEP = `nft -f ${RULES} || exit 126
+// Inside an egress sandbox, as root, before the drop: says "ns" on fd 3 (its namespace exists:
+// the runner attaches slirp4netns while the rules go in), installs the rules (nothing of the
+// session has run yet), says ready on fd 3, waits for the runner's go on fd 4 (slirp4netns
+// attached), then closes both and execs the drop step.
+const NETWORK_STEP = `echo ns >&3 || exit 126
+nft -f ${RULES} || exit 126
 echo ready >&3 || exit 126
 read go <&4 || exit 126
 exec 3>&- 4<&-
