@@ -30,14 +30,16 @@ const { values } = parseArgs({
     only: { type: "string" },
     knobs: { type: "boolean" },
     "no-write": { type: "boolean" },
+    viewers: { type: "string" },
+    "flood-mb": { type: "string" },
   },
 });
 const quick = values.quick ?? false;
 const config: BenchConfig = {
   runs: Number(values.runs ?? (quick ? 2 : 5)),
   keystrokes: quick ? 200 : 1000,
-  floodBytes: quick ? 5_000_000 : 30_000_000,
-  viewers: quick ? [1, 10] : [1, 10, 50],
+  floodBytes: values["flood-mb"] ? Number(values["flood-mb"]) * 1e6 : quick ? 5_000_000 : 30_000_000,
+  viewers: values.viewers ? values.viewers.split(",").map(Number) : quick ? [1, 10] : [1, 10, 50],
   replayBytes: 8 * 1024 * 1024,
   sessions: quick ? 50 : 500,
   /** Row 9: runs of `true` per repetition; row 10: expects per repetition. */

@@ -15,6 +15,8 @@ export interface BenchTerm {
   readonly received: number;
   /** Slow-consumer cuts the stack made (each resumed by offset); always 0 for node-pty. */
   readonly cuts: number;
+  /** Bytes read from the socket(s), framing and compression included; 0 for node-pty. */
+  readonly wireBytes: number;
   close(): Promise<void>;
 }
 
@@ -22,13 +24,27 @@ export const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 /** How often the framed client acknowledges (the edge cuts clients more than 8 MiB behind). */
 const ACK_EVERY_BYTES = 256 * 1024;
 
+/** How a framed bench client connects: `ws`'s defaults unless said otherwise. */
+export interface StackTermOptions {
+  /** Offer permessage-deflate (ws's default, as browsers do). */
+  perMessageDeflate?: boolean;
+}
+
 /** A framed WebSocket client of `sessionId` that resumes by offset when cut (4008). */
-export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessionId: string, from: number | "live" = "live"): Promise<BenchTerm> {
+export async function stackTerm(
+  stack: Pick<BenchStack, "url" | "apiKey">,
+  sessionId: string,
+  from: number | "live" = "live",
+  options: StackTermOptions = {},
+): Promise<BenchTerm> {
   const listeners: ((bytes: Buffer) => void)[] = [];
   let next: number | undefined;
   let acked = 0;
   let cuts = 0;
   let received = 0;
+  /** Bytes read by the sockets closed so far, and the open one's TCP socket. */
+  let wireClosed = 0;
+  let tcp: { bytesRead: number } | undefined;
   let socket: WebSocket;
   let closing = false;
   let ended: () => void = () => undefined;
@@ -40,8 +56,10 @@ export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessi
         headers: { authorization: `Bearer ${stack.apiKey}` },
         // As the SDK connects from Node (ws's defaults: permessage-deflate offered, and workerd
         // accepts it, as it does for browsers).
+        perMessageDeflate: options.perMessageDeflate ?? true,
       });
       socket = ws;
+      ws.once("upgrade", (response) => (tcp = response.socket));
       ws.once("error", reject);
       ws.on("message", (data: Buffer, isBinary) => {
         if (!isBinary) {
@@ -67,6 +85,8 @@ export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessi
       });
       ws.once("open", () => ws.send(JSON.stringify({ type: "ack", offset: next ?? 0 })));
       ws.once("close", (code) => {
+        wireClosed += tcp?.bytesRead ?? 0;
+        tcp = undefined;
         if (code === 4008 && !closing) {
           cuts++;
           void dial(`from=${next}`);
@@ -84,6 +104,9 @@ export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessi
     },
     get received() {
       return received;
+    },
+    get wireBytes() {
+      return wireClosed + (tcp?.bytesRead ?? 0);
     },
     async close() {
       closing = true;
@@ -125,6 +148,7 @@ export function rawTerm(shell: { command: string; args: string[]; home?: string 
     send: (input) => pty.write(typeof input === "string" ? Buffer.from(input) : input),
     onData: (listener) => subscribe(listeners, listener),
     cuts: 0,
+    wireBytes: 0,
     get received() {
       return received;
     },

@@ -89,14 +89,17 @@ export async function fanOutRows(stack: BenchStack, config: BenchConfig, progres
   const byViewers = new Map<number, { pty: number[]; slowest: number[]; complete: number[]; cuts: number[] }>();
   for (let run = 1; run <= config.runs; run++) {
     for (const viewers of config.viewers) {
-      const r = await fanOut(stack, viewers, config.floodBytes);
+      const r = await fanOut(stack, viewers, config.floodBytes, { perMessageDeflate: process.env.BENCH_PMD !== "0" });
       const entry = byViewers.get(viewers) ?? { pty: [], slowest: [], complete: [], cuts: [] };
       entry.pty.push(r.ptyMBps);
       entry.slowest.push(r.slowestMBps);
       entry.complete.push(r.complete);
       entry.cuts.push(r.cuts);
       byViewers.set(viewers, entry);
-      progress(`3 fan-out run ${run}, ${viewers} viewers: PTY ${r.ptyMBps.toFixed(1)} MB/s, slowest ${r.slowestMBps.toFixed(1)} MB/s, ${r.complete}/${viewers} complete, ${r.cuts} cuts`);
+      progress(
+        `3 fan-out run ${run}, ${viewers} viewers: PTY ${r.ptyMBps.toFixed(1)} MB/s, slowest ${r.slowestMBps.toFixed(1)} MB/s, ${r.complete}/${viewers} complete, ${r.cuts} cuts; ` +
+          `wire ${(r.wirePerViewer / 1e6).toFixed(2)} MB per viewer; CPU % of a core: workerd ${r.cpu.workerd.toFixed(0)}, runner ${r.cpu.runner.toFixed(0)}, bench ${r.cpu.bench.toFixed(0)}`,
+      );
     }
   }
   const one = median(byViewers.get(1)?.pty ?? [NaN]);
