@@ -1,8 +1,9 @@
 // The two terminals every benchmark drives the same way: a session through the whole stack
 // (framed WebSocket: client → edge → runner → PTY and back) and node-pty in this process, the
 // baseline. Both count bytes and look for a marker without keeping the output.
+import { inflateRawSync } from "node:zlib";
 import WebSocket from "ws";
-import { decodeFrame, encodeInput } from "../shared/protocol.js";
+import { checkInflated, decodeFrame, encodeInput } from "../shared/protocol.js";
 import { spawnPty } from "../runner/process/pty.js";
 import type { BenchStack } from "./stack.js";
 
@@ -28,6 +29,8 @@ const ACK_EVERY_BYTES = 256 * 1024;
 export interface StackTermOptions {
   /** Offer permessage-deflate (ws's default, as browsers do). */
   perMessageDeflate?: boolean;
+  /** Ask for output compressed once per chunk (`compress=deflate`, 0x06 frames), as the SDK does. */
+  deflate?: boolean;
 }
 
 /** A framed WebSocket client of `sessionId` that resumes by offset when cut (4008). */
@@ -70,7 +73,12 @@ export async function stackTerm(
           }
           return;
         }
-        const frame = decodeFrame(data);
+        let frame = decodeFrame(data);
+        if (frame.op === "deflated") {
+          const inflated = new Uint8Array(inflateRawSync(frame.data, { maxOutputLength: Math.max(1, frame.length) }));
+          checkInflated(frame, inflated);
+          frame = { op: "output", offset: frame.offset, data: inflated };
+        }
         // stdout (or the terminal) and stderr share one offset space (pty: false sessions).
         if (frame.op !== "output" && frame.op !== "stderr") return;
         if (next !== undefined && frame.offset !== next) throw new Error(`offset ${frame.offset}, expected ${next}`);
@@ -89,12 +97,13 @@ export async function stackTerm(
         tcp = undefined;
         if (code === 4008 && !closing) {
           cuts++;
-          void dial(`from=${next}`);
+          void dial(`from=${next}${options.deflate ? "&compress=deflate" : ""}`);
         } else ended();
       });
     });
 
-  await dial(`from=${from}`);
+  const compress = options.deflate ? "&compress=deflate" : "";
+  await dial(`from=${from}${compress}`);
   return {
     name: "ptybroker",
     send: (input) => socket.send(encodeInput(typeof input === "string" ? Buffer.from(input) : input)),
