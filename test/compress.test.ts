@@ -2,10 +2,12 @@
 // same session: the same bytes at the same offsets, and no permessage-deflate on the socket that
 // opted in (docs/protocol.md §5, "Compressed output").
 import { describe, expect, it } from "vitest";
+import { PtyBroker } from "../client/index.js";
+import { TENANTS } from "./global-setup.js";
 import { line, onSharedStack, until } from "./harness.js";
 
 const suite = onSharedStack({ clients: "close" });
-const { api } = suite;
+const { api, url } = suite;
 
 describe("compressed output (compress=deflate)", () => {
   it("gives an opted-in viewer and a plain one byte-identical output at exact offsets", async () => {
@@ -72,6 +74,32 @@ describe("compressed output (compress=deflate)", () => {
     expect(late.bytesFrom(0).equals(writer.bytesFrom(0))).toBe(true);
     expect(raw.messages).toEqual([]); // raw mode: plain bytes, no control messages
     expect(raw.text).toContain("after-42");
+    await api.destroy(s.id);
+  });
+
+  it("the SDK asks for it by default and delivers the same bytes, in order, as a plain client", async () => {
+    const s = await suite.session({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+    const plain = suite.connect(s.id);
+    const packed = suite.connect(s.id, { query: "compress=deflate" });
+    await Promise.all([plain.opened, packed.opened]);
+    await plain.waitForMessage((m) => m.type === "live", "live");
+    const broker = new PtyBroker({ url, apiKey: TENANTS.acme });
+    const chunks: { offset: number; bytes: Buffer }[] = [];
+    const pty = await broker.connect(s.id, { from: "live", onData: (bytes, offset) => chunks.push({ offset, bytes: Buffer.from(bytes) }) });
+    const from = pty.offset;
+    plain.send('for i in $(seq 1 2000); do echo "sdk line $i é€😀"; done; echo sdk-$((6*7))\n');
+    await plain.waitForOutput(line("sdk-42"));
+    await until(() => pty.offset === plain.nextOffset && packed.nextOffset === plain.nextOffset, 10_000, "the SDK to hold every byte");
+    // Offsets continue exactly from chunk to chunk.
+    let next = from;
+    for (const chunk of chunks) {
+      expect(chunk.offset).toBe(next);
+      next += chunk.bytes.byteLength;
+    }
+    expect(Buffer.concat(chunks.map((c) => c.bytes)).equals(plain.bytesFrom(from))).toBe(true);
+    // The same output came as 0x06 frames to a client that asked for them, as the SDK does.
+    expect(packed.deflatedFrames).toBeGreaterThan(0);
+    await pty.close();
     await api.destroy(s.id);
   });
 
