@@ -113,7 +113,13 @@ function cpuNow(stack: BenchStack): { workerd: number; runner: number; bench: nu
 }
 
 /** Row 3: `viewers` framed clients on one session, the flood typed by the first. */
-export async function fanOut(stack: BenchStack, viewers: number, bytes: number, options: StackTermOptions = {}): Promise<FanOut> {
+export async function fanOut(
+  stack: BenchStack,
+  viewers: number,
+  bytes: number,
+  options: StackTermOptions = {},
+  source = "/dev/zero",
+): Promise<FanOut> {
   const session = await stack.api.create(BASH);
   const id = session.id;
   const all = await Promise.all(Array.from({ length: viewers }, () => stackTerm(stack, id, "live", options)));
@@ -124,7 +130,7 @@ export async function fanOut(stack: BenchStack, viewers: number, bytes: number, 
     const cpuBefore = cpuNow(stack);
     const started = performance.now();
     const ends = all.map((term) => waitForMarker(term, FLOOD_END, 300_000));
-    writer.send(floodCommand(bytes));
+    writer.send(floodCommand(bytes, undefined, source));
     const results = await Promise.all(ends);
     const cpuAfter = cpuNow(stack);
     const elapsedMs = performance.now() - started;

@@ -100,7 +100,7 @@ export async function fanOutRows(stack: BenchStack, config: BenchConfig, progres
   for (let run = 1; run <= config.runs; run++) {
     for (const viewers of config.viewers) {
       for (const kind of kinds) {
-        const r = await fanOut(stack, viewers, config.floodBytes, kind.options);
+        const r = await fanOut(stack, viewers, config.floodBytes, kind.options, config.floodSource);
         const key = `${kind.name}/${viewers}`;
         const entry = samples.get(key) ?? { pty: [], slowest: [], complete: [], cuts: [], wire: [], cpu: [] };
         entry.pty.push(r.ptyMBps);
@@ -128,7 +128,7 @@ export async function fanOutRows(stack: BenchStack, config: BenchConfig, progres
       rows.push({
         n: 3,
         what:
-          `fan-out, ${viewers} viewer${viewers > 1 ? "s" : ""} (${kind.name}): PTY speed (slowest viewer ${median(r.slowest).toFixed(1)} MB/s; ` +
+          `fan-out, ${viewers} viewer${viewers > 1 ? "s" : ""} (${kind.name}${config.floodSource === "/dev/urandom" ? ", random flood" : ""}): PTY speed (slowest viewer ${median(r.slowest).toFixed(1)} MB/s; ` +
           `complete ${Math.min(...r.complete)}/${viewers}; cuts ${median(r.cuts)}; ${wire})`,
         ours: fmt(r.pty, 1, " MB/s"),
         baseline: viewers === 1 ? "" : `${one.toFixed(1)} MB/s (1 viewer)`,
