@@ -1,7 +1,7 @@
 // The two terminals every benchmark drives the same way: a session through the whole stack
 // (framed WebSocket: client → edge → runner → PTY and back) and node-pty in this process, the
 // baseline. Both count bytes and look for a marker without keeping the output.
-import { inflateRawSync } from "node:zlib";
+import { inflateRaw } from "node:zlib";
 import WebSocket from "ws";
 import { checkInflated, decodeFrame, encodeInput } from "../shared/protocol.js";
 import { spawnPty } from "../runner/process/pty.js";
@@ -64,41 +64,66 @@ export async function stackTerm(
       socket = ws;
       ws.once("upgrade", (response) => (tcp = response.socket));
       ws.once("error", reject);
-      ws.on("message", (data: Buffer, isBinary) => {
-        if (!isBinary) {
-          const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number };
-          if (message.type === "live") {
-            next ??= message.offset;
-            resolve();
-          }
-          return;
-        }
-        let frame = decodeFrame(data);
-        if (frame.op === "deflated") {
-          const inflated = new Uint8Array(inflateRawSync(frame.data, { maxOutputLength: Math.max(1, frame.length) }));
-          checkInflated(frame, inflated);
-          frame = { op: "output", offset: frame.offset, data: inflated };
-        }
-        // stdout (or the terminal) and stderr share one offset space (pty: false sessions).
-        if (frame.op !== "output" && frame.op !== "stderr") return;
-        if (next !== undefined && frame.offset !== next) throw new Error(`offset ${frame.offset}, expected ${next}`);
-        next = frame.offset + frame.data.byteLength;
-        received += frame.data.byteLength;
-        const bytes = Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength);
+      // In order, each 0x06 frame inflated on zlib's thread pool (as `ws` inflates
+      // permessage-deflate), so 50 viewers' inflating does not all wait on this one thread.
+      const waiting: { ready: boolean; run: () => void }[] = [];
+      const pump = () => {
+        while (waiting[0]?.ready) waiting.shift()?.run();
+      };
+      const inOrder = (run: () => void) => {
+        if (waiting.length === 0) run();
+        else waiting.push({ ready: true, run });
+      };
+      const output = (offset: number, data: Uint8Array) => {
+        if (next !== undefined && offset !== next) throw new Error(`offset ${offset}, expected ${next}`);
+        next = offset + data.byteLength;
+        received += data.byteLength;
+        const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
         for (const listener of [...listeners]) listener(bytes);
         if (next - acked >= ACK_EVERY_BYTES) {
           acked = next;
           ws.send(JSON.stringify({ type: "ack", offset: next }));
         }
+      };
+      ws.on("message", (data: Buffer, isBinary) => {
+        if (!isBinary) {
+          return inOrder(() => {
+            const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number };
+            if (message.type === "live") {
+              next ??= message.offset;
+              resolve();
+            }
+          });
+        }
+        const frame = decodeFrame(data);
+        if (frame.op === "deflated") {
+          const entry = { ready: false, run: () => undefined as void };
+          waiting.push(entry);
+          inflateRaw(frame.data, { maxOutputLength: Math.max(1, frame.length) }, (error, inflated) => {
+            entry.ready = true;
+            entry.run = () => {
+              if (error) throw error;
+              checkInflated(frame, inflated);
+              output(frame.offset, inflated);
+            };
+            pump();
+          });
+          return;
+        }
+        // stdout (or the terminal) and stderr share one offset space (pty: false sessions).
+        if (frame.op === "output" || frame.op === "stderr") inOrder(() => output(frame.offset, frame.data));
       });
       ws.once("open", () => ws.send(JSON.stringify({ type: "ack", offset: next ?? 0 })));
       ws.once("close", (code) => {
         wireClosed += tcp?.bytesRead ?? 0;
         tcp = undefined;
-        if (code === 4008 && !closing) {
-          cuts++;
-          void dial(`from=${next}${options.deflate ? "&compress=deflate" : ""}`);
-        } else ended();
+        // After every frame that came before it: a redial resumes where those end.
+        inOrder(() => {
+          if (code === 4008 && !closing) {
+            cuts++;
+            void dial(`from=${next}${options.deflate ? "&compress=deflate" : ""}`);
+          } else ended();
+        });
       });
     });
 
