@@ -44,6 +44,90 @@ async function deflateRaw(data: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await new Response(stream.readable).arrayBuffer());
 }
 
+/** Largest batch of consecutive chunks compressed as one frame. */
+export const MAX_BATCH_BYTES = 1 << 20;
+/** Batches waiting behind the one compressing, at most; past it chunks go one frame each. */
+const MAX_BATCHES = 64;
+
+interface Batch {
+  offset: number;
+  end: number;
+  stream: OutputStream;
+  parts: Uint8Array[];
+  /** The last chunk added and its offset: the other viewers of the same chunk find it here. */
+  last: Uint8Array;
+  lastOffset: number;
+  members: Set<DeflateOutbox>;
+  started: boolean;
+  frame: Promise<Uint8Array>;
+  resolve: (frame: Uint8Array) => void;
+}
+
+/**
+ * Live output for a session's compressing viewers, batched while a compression is under way: a
+ * chunk that comes while nothing compresses is compressed at once (no added latency), and the
+ * chunks that come meanwhile wait and go as one frame (fewer, larger frames and sends, one
+ * compression for all of them) once it is done. Every viewer that was at the batch's start
+ * gets the batch; one that joins later (its replay just ended) gets its chunks one frame each.
+ */
+export class DeflateBatcher {
+  private readonly queue: Batch[] = [];
+
+  /** `data` at `offset` for the viewer whose outbox this is, which holds every byte before it. */
+  add(outbox: DeflateOutbox, offset: number, data: Uint8Array, stream: OutputStream): void {
+    const last = this.queue.at(-1);
+    if (last && last.last === data && last.lastOffset === offset) {
+      // Another viewer of this chunk put it in a batch already.
+      if (last.members.has(outbox)) return;
+      if (last.offset === offset && last.end === offset + data.byteLength) return this.join(last, outbox);
+      return outbox.frame(deflatedFrame(offset, data, stream));
+    }
+    if (last && !last.started && last.end === offset && last.stream === stream && last.end - last.offset + data.byteLength <= MAX_BATCH_BYTES) {
+      last.parts.push(data);
+      last.end += data.byteLength;
+      last.last = data;
+      last.lastOffset = offset;
+      if (!last.members.has(outbox)) outbox.frame(deflatedFrame(offset, data, stream));
+      return;
+    }
+    if (this.queue.length > MAX_BATCHES) return outbox.frame(deflatedFrame(offset, data, stream));
+    let resolve!: (frame: Uint8Array) => void;
+    const frame = new Promise<Uint8Array>((done) => (resolve = done));
+    const batch: Batch = { offset, end: offset + data.byteLength, stream, parts: [data], last: data, lastOffset: offset, members: new Set(), started: false, frame, resolve };
+    this.queue.push(batch);
+    this.join(batch, outbox);
+    if (this.queue.length === 1) this.start(batch);
+  }
+
+  private join(batch: Batch, outbox: DeflateOutbox): void {
+    batch.members.add(outbox);
+    outbox.frame(batch.frame);
+  }
+
+  private start(batch: Batch): void {
+    batch.started = true;
+    const data = batch.parts.length === 1 ? batch.parts[0] : concat(batch.parts, batch.end - batch.offset);
+    batch.parts = [];
+    const made = data.byteLength < MIN_DEFLATE_BYTES ? Promise.resolve(encodeOutput(batch.offset, data, batch.stream)) : deflatedFrame(batch.offset, data, batch.stream);
+    void made.then((frame) => {
+      batch.resolve(frame);
+      this.queue.shift();
+      const next = this.queue[0];
+      if (next) this.start(next);
+    });
+  }
+}
+
+function concat(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}
+
 type Entry = { kind: "send"; message: string | ArrayBuffer | Uint8Array } | { kind: "frame"; frame: Promise<Uint8Array>; ready?: Uint8Array } | { kind: "close"; code: number; reason: string };
 
 /**
