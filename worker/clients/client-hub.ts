@@ -14,7 +14,6 @@ import { NO_SOCKET_COMPRESSION, refuseSocket, wantsRaw } from "../io/sockets.js"
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
 import { type ReplayFrom, Replays, offsetRefusal, pastTheEnd, replayStart } from "./replays.js";
-import { DeflateBatcher } from "./deflate.js";
 import { ScreenSkip } from "./screen-skip.js";
 import { type ClientAttachment, type OnLag, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
 
@@ -34,8 +33,6 @@ export class ClientHub {
   private readonly replays: Replays;
   /** from=screen and onLag=screen. */
   private readonly screens: ScreenSkip;
-  /** Live output for compress=deflate clients, compressed once and batched while compressing. */
-  private readonly deflates = new DeflateBatcher();
   /** A comment on every SSE stream each SSE_KEEPALIVE_MS while one is open. */
   private readonly keepAlive = new KeepAlive(
     () => this.port.limits().sseKeepAliveMs,
@@ -212,7 +209,6 @@ export class ClientHub {
       // A client may hold more than the edge does (it resumed from an offset the edge had not
       // stored before it restarted): it gets only what lies past what it has.
       if (offset < sub.cursor) sub.deliver(sub.cursor, data.subarray(sub.cursor - offset), stream);
-      else if (sub instanceof SocketSubscriber && sub.compress) sub.deliverBatched(offset, data, stream, this.deflates);
       else sub.deliver(offset, data, stream, frame);
       if (sub.lag() > this.maxLag(sub)) this.onLagging(sub);
       // A client that skips ahead when it lags is not cut for a pause (only for a slot, cutStalled).

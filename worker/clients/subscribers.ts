@@ -6,7 +6,7 @@ import type { ScreenSnapshot } from "../../shared/agent.js";
 import { CloseCode } from "../../shared/errors.js";
 import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } from "../../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
-import { type DeflateBatcher, DeflateOutbox, MIN_DEFLATE_BYTES, deflatedFrame } from "./deflate.js";
+import { DeflateOutbox, MIN_DEFLATE_BYTES, deflatedFrame } from "./deflate.js";
 import { SseBody, textEvent } from "../io/sse-body.js";
 
 const encoder = new TextEncoder();
@@ -120,13 +120,6 @@ export class SocketSubscriber implements Subscriber {
       sendQuietly(this.ws, data);
       this.sentSinceHeard += data.byteLength;
     }
-    this.cursor = offset + data.byteLength;
-  }
-
-  /** Live output for a compressing client: batched with the session's other such viewers (deflate.ts). */
-  deliverBatched(offset: number, data: Uint8Array, stream: OutputStream, batcher: DeflateBatcher): void {
-    if (!this.outbox) return this.deliver(offset, data, stream);
-    batcher.add(this.outbox, offset, data, stream);
     this.cursor = offset + data.byteLength;
   }
 
