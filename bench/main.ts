@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--runs N] [--only 1,2,...] [--knobs] [--no-write]`: the measurements
+// `npm run bench [-- --quick] [--runs N] [--only 1,2,...] [--knobs] [--no-write] [--viewers 1,50] [--flood-mb N] [--flood-random]`: the measurements
 // of issue 6 (and of the agent layer, issue 15: rows 9–12; processes without a terminal, issue 16:
 // rows 13–14; the session sandbox, issue 23: rows 15–16) against the local stack (wrangler dev → workerd, a real redis-server, one runner),
 // each beside a baseline measured in the same run (node-pty in this process; WeTTY for row 6).
@@ -30,14 +30,18 @@ const { values } = parseArgs({
     only: { type: "string" },
     knobs: { type: "boolean" },
     "no-write": { type: "boolean" },
+    viewers: { type: "string" },
+    "flood-mb": { type: "string" },
+    "flood-random": { type: "boolean" },
   },
 });
 const quick = values.quick ?? false;
 const config: BenchConfig = {
   runs: Number(values.runs ?? (quick ? 2 : 5)),
   keystrokes: quick ? 200 : 1000,
-  floodBytes: quick ? 5_000_000 : 30_000_000,
-  viewers: quick ? [1, 10] : [1, 10, 50],
+  floodBytes: values["flood-mb"] ? Number(values["flood-mb"]) * 1e6 : quick ? 5_000_000 : 30_000_000,
+  floodSource: values["flood-random"] ? "/dev/urandom" : "/dev/zero",
+  viewers: values.viewers ? values.viewers.split(",").map(Number) : quick ? [1, 10] : [1, 10, 50],
   replayBytes: 8 * 1024 * 1024,
   sessions: quick ? 50 : 500,
   /** Row 9: runs of `true` per repetition; row 10: expects per repetition. */

@@ -1,7 +1,8 @@
 // One function per measurement of issue 6; each runs once and returns raw numbers.
 // rows/terminal.ts (and knobs.ts) repeats them, takes medians and ratios, and builds the rows.
+import { cpuMs, descendantsNamed } from "./proc.js";
 import { percentile } from "./stats.js";
-import { type BenchTerm, BASH, settle, stackSession, stackTerm, waitForMarker } from "./terminals.js";
+import { type BenchTerm, BASH, type StackTermOptions, settle, stackSession, stackTerm, waitForMarker } from "./terminals.js";
 import type { BenchStack } from "./stack.js";
 
 /** Sends one printable byte at a time to `cat` in raw mode and times each echo. */
@@ -95,19 +96,46 @@ export interface FanOut {
   /** Viewers that received every byte of the flood, in order (offsets are checked per frame). */
   complete: number;
   cuts: number;
+  /** Socket bytes read per viewer during the flood (framing and compression included), median. */
+  wirePerViewer: number;
+  /** CPU used during the flood, in % of one core: workerd (every process), the runner, this process. */
+  cpu: { workerd: number; runner: number; bench: number };
+}
+
+/** CPU time of the stack's parts and of this process, ms. */
+function cpuNow(stack: BenchStack): { workerd: number; runner: number; bench: number } {
+  const used = process.cpuUsage();
+  return {
+    workerd: descendantsNamed(stack.edge.pid, "workerd").reduce((sum, pid) => sum + cpuMs(pid), 0),
+    runner: cpuMs(stack.runner.pid),
+    bench: (used.user + used.system) / 1000,
+  };
 }
 
 /** Row 3: `viewers` framed clients on one session, the flood typed by the first. */
-export async function fanOut(stack: BenchStack, viewers: number, bytes: number): Promise<FanOut> {
-  const { id, term: writer } = await stackSession(stack);
-  const others = await Promise.all(Array.from({ length: viewers - 1 }, () => stackTerm(stack, id)));
-  const all = [writer, ...others];
+export async function fanOut(
+  stack: BenchStack,
+  viewers: number,
+  bytes: number,
+  options: StackTermOptions = {},
+  source = "/dev/zero",
+): Promise<FanOut> {
+  const session = await stack.api.create(BASH);
+  const id = session.id;
+  const all = await Promise.all(Array.from({ length: viewers }, () => stackTerm(stack, id, "live", options)));
+  const writer = all[0];
   try {
     await settle(writer);
+    const wireBefore = all.map((term) => term.wireBytes);
+    const cpuBefore = cpuNow(stack);
     const started = performance.now();
     const ends = all.map((term) => waitForMarker(term, FLOOD_END, 300_000));
-    writer.send(floodCommand(bytes));
+    writer.send(floodCommand(bytes, undefined, source));
     const results = await Promise.all(ends);
+    const cpuAfter = cpuNow(stack);
+    const elapsedMs = performance.now() - started;
+    const share = (part: keyof typeof cpuBefore) => (100 * (cpuAfter[part] - cpuBefore[part])) / elapsedMs;
+    const wire = all.map((term, i) => term.wireBytes - wireBefore[i]);
     const seconds = results.map((r) => (r.at - started) / 1000);
     let complete = 0;
     for (const r of results) {
@@ -124,6 +152,8 @@ export async function fanOut(stack: BenchStack, viewers: number, bytes: number):
       slowestMBps: results[0].bytes / 1e6 / Math.max(...seconds),
       complete,
       cuts: all.reduce((n, t) => n + t.cuts, 0),
+      wirePerViewer: percentile(wire, 50),
+      cpu: { workerd: share("workerd"), runner: share("runner"), bench: share("bench") },
     };
   } finally {
     await Promise.all(all.map((t) => t.close()));

@@ -1,8 +1,9 @@
 // The two terminals every benchmark drives the same way: a session through the whole stack
 // (framed WebSocket: client → edge → runner → PTY and back) and node-pty in this process, the
 // baseline. Both count bytes and look for a marker without keeping the output.
+import { inflateRaw } from "node:zlib";
 import WebSocket from "ws";
-import { decodeFrame, encodeInput } from "../shared/protocol.js";
+import { checkInflated, decodeFrame, encodeInput } from "../shared/protocol.js";
 import { spawnPty } from "../runner/process/pty.js";
 import type { BenchStack } from "./stack.js";
 
@@ -15,6 +16,8 @@ export interface BenchTerm {
   readonly received: number;
   /** Slow-consumer cuts the stack made (each resumed by offset); always 0 for node-pty. */
   readonly cuts: number;
+  /** Bytes read from the socket(s), framing and compression included; 0 for node-pty. */
+  readonly wireBytes: number;
   close(): Promise<void>;
 }
 
@@ -22,13 +25,29 @@ export const BASH = { command: "/bin/bash", args: ["--norc", "--noprofile"] };
 /** How often the framed client acknowledges (the edge cuts clients more than 8 MiB behind). */
 const ACK_EVERY_BYTES = 256 * 1024;
 
+/** How a framed bench client connects: `ws`'s defaults unless said otherwise. */
+export interface StackTermOptions {
+  /** Offer permessage-deflate (ws's default, as browsers do). */
+  perMessageDeflate?: boolean;
+  /** Ask for output compressed once per chunk (`compress=deflate`, 0x06 frames), as the SDK does. */
+  deflate?: boolean;
+}
+
 /** A framed WebSocket client of `sessionId` that resumes by offset when cut (4008). */
-export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessionId: string, from: number | "live" = "live"): Promise<BenchTerm> {
+export async function stackTerm(
+  stack: Pick<BenchStack, "url" | "apiKey">,
+  sessionId: string,
+  from: number | "live" = "live",
+  options: StackTermOptions = {},
+): Promise<BenchTerm> {
   const listeners: ((bytes: Buffer) => void)[] = [];
   let next: number | undefined;
   let acked = 0;
   let cuts = 0;
   let received = 0;
+  /** Bytes read by the sockets closed so far, and the open one's TCP socket. */
+  let wireClosed = 0;
+  let tcp: { bytesRead: number } | undefined;
   let socket: WebSocket;
   let closing = false;
   let ended: () => void = () => undefined;
@@ -40,41 +59,76 @@ export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessi
         headers: { authorization: `Bearer ${stack.apiKey}` },
         // As the SDK connects from Node (ws's defaults: permessage-deflate offered, and workerd
         // accepts it, as it does for browsers).
+        perMessageDeflate: options.perMessageDeflate ?? true,
       });
       socket = ws;
+      ws.once("upgrade", (response) => (tcp = response.socket));
       ws.once("error", reject);
-      ws.on("message", (data: Buffer, isBinary) => {
-        if (!isBinary) {
-          const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number };
-          if (message.type === "live") {
-            next ??= message.offset;
-            resolve();
-          }
-          return;
-        }
-        const frame = decodeFrame(data);
-        // stdout (or the terminal) and stderr share one offset space (pty: false sessions).
-        if (frame.op !== "output" && frame.op !== "stderr") return;
-        if (next !== undefined && frame.offset !== next) throw new Error(`offset ${frame.offset}, expected ${next}`);
-        next = frame.offset + frame.data.byteLength;
-        received += frame.data.byteLength;
-        const bytes = Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength);
+      // In order, each 0x06 frame inflated on zlib's thread pool (as `ws` inflates
+      // permessage-deflate), so 50 viewers' inflating does not all wait on this one thread.
+      const waiting: { ready: boolean; run: () => void }[] = [];
+      const pump = () => {
+        while (waiting[0]?.ready) waiting.shift()?.run();
+      };
+      const inOrder = (run: () => void) => {
+        if (waiting.length === 0) run();
+        else waiting.push({ ready: true, run });
+      };
+      const output = (offset: number, data: Uint8Array) => {
+        if (next !== undefined && offset !== next) throw new Error(`offset ${offset}, expected ${next}`);
+        next = offset + data.byteLength;
+        received += data.byteLength;
+        const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
         for (const listener of [...listeners]) listener(bytes);
         if (next - acked >= ACK_EVERY_BYTES) {
           acked = next;
           ws.send(JSON.stringify({ type: "ack", offset: next }));
         }
+      };
+      ws.on("message", (data: Buffer, isBinary) => {
+        if (!isBinary) {
+          return inOrder(() => {
+            const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number };
+            if (message.type === "live") {
+              next ??= message.offset;
+              resolve();
+            }
+          });
+        }
+        const frame = decodeFrame(data);
+        if (frame.op === "deflated") {
+          const entry = { ready: false, run: () => undefined as void };
+          waiting.push(entry);
+          inflateRaw(frame.data, { maxOutputLength: Math.max(1, frame.length) }, (error, inflated) => {
+            entry.ready = true;
+            entry.run = () => {
+              if (error) throw error;
+              checkInflated(frame, inflated);
+              output(frame.offset, inflated);
+            };
+            pump();
+          });
+          return;
+        }
+        // stdout (or the terminal) and stderr share one offset space (pty: false sessions).
+        if (frame.op === "output" || frame.op === "stderr") inOrder(() => output(frame.offset, frame.data));
       });
       ws.once("open", () => ws.send(JSON.stringify({ type: "ack", offset: next ?? 0 })));
       ws.once("close", (code) => {
-        if (code === 4008 && !closing) {
-          cuts++;
-          void dial(`from=${next}`);
-        } else ended();
+        wireClosed += tcp?.bytesRead ?? 0;
+        tcp = undefined;
+        // After every frame that came before it: a redial resumes where those end.
+        inOrder(() => {
+          if (code === 4008 && !closing) {
+            cuts++;
+            void dial(`from=${next}${options.deflate ? "&compress=deflate" : ""}`);
+          } else ended();
+        });
       });
     });
 
-  await dial(`from=${from}`);
+  const compress = options.deflate ? "&compress=deflate" : "";
+  await dial(`from=${from}${compress}`);
   return {
     name: "ptybroker",
     send: (input) => socket.send(encodeInput(typeof input === "string" ? Buffer.from(input) : input)),
@@ -84,6 +138,9 @@ export async function stackTerm(stack: Pick<BenchStack, "url" | "apiKey">, sessi
     },
     get received() {
       return received;
+    },
+    get wireBytes() {
+      return wireClosed + (tcp?.bytesRead ?? 0);
     },
     async close() {
       closing = true;
@@ -125,6 +182,7 @@ export function rawTerm(shell: { command: string; args: string[]; home?: string 
     send: (input) => pty.write(typeof input === "string" ? Buffer.from(input) : input),
     onData: (listener) => subscribe(listeners, listener),
     cuts: 0,
+    wireBytes: 0,
     get received() {
       return received;
     },

@@ -154,6 +154,7 @@ export class PtyBroker {
       onScreen,
       onState,
       onLag,
+      compress,
       reconnect,
       heartbeatMs,
       connectTimeoutMs,
@@ -163,7 +164,7 @@ export class PtyBroker {
     const session = await this.createSession(body);
     return this.connect(session.id, {
       from: 0,
-      ...{ onData, onStdout, onStderr, onScreen, onState, onLag, reconnect, heartbeatMs, connectTimeoutMs, openTimeoutMs },
+      ...{ onData, onStdout, onStderr, onScreen, onState, onLag, compress, reconnect, heartbeatMs, connectTimeoutMs, openTimeoutMs },
     });
   }
 
@@ -406,6 +407,7 @@ export class PtyBroker {
     const query = new URLSearchParams();
     if (socketQuery.from !== null) query.set("from", socketQuery.from);
     if (socketQuery.onLag !== undefined) query.set("onLag", socketQuery.onLag);
+    if (socketQuery.compress === "deflate") query.set("compress", "deflate");
     if (!headers) {
       // Browsers cannot set headers on a WebSocket, and API keys never go in URLs: a socket
       // opened with an API key carries a short-lived writer token minted for it.

@@ -48,6 +48,13 @@ export interface ConnectOptions {
    * `gap` event for what is skipped, then a `screen` event, then live output.
    */
   onLag?: "cut" | "screen" | undefined;
+  /**
+   * `"deflate"` (the default): output comes compressed once per chunk by the edge, for every
+   * viewer alike (0x06 frames, inflated here with DecompressionStream), and the socket itself
+   * is not compressed; `"none"`: plain frames, on a socket compressed as the runtime negotiates
+   * it (docs/protocol.md §5, "Compressed output").
+   */
+  compress?: "deflate" | "none" | undefined;
   onData?: DataListener | undefined;
   /** `pty: false`: stdout (the same as `onData`). */
   onStdout?: DataListener | undefined;
@@ -111,8 +118,9 @@ export interface SocketLike {
   onerror: ((event: unknown) => void) | null;
 }
 
-/** The connect URL's query: `from` (null: everything retained) and `onLag`. */
+/** The connect URL's query: `from` (null: everything retained), `onLag` and `compress`. */
 export interface SocketQuery {
   from: string | null;
   onLag?: "cut" | "screen" | undefined;
+  compress?: "deflate" | "none" | undefined;
 }

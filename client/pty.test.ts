@@ -152,7 +152,7 @@ describe("Pty screens and commands", () => {
 
   it("from=screen: the repaint as a screen event, then output from its offset; a drop resumes by offset", async () => {
     const { pty, sockets, received } = await attached({ from: "screen", onLag: "screen" });
-    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen" });
+    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen", compress: "deflate" });
     const screens: [string, number, number, number][] = [];
     pty.on("screen", ({ offset, cols, rows, data }) => screens.push([decode(data), offset, cols, rows]));
     sockets[0].screen(5000, 100, 30, "\x1b[Hpainted");
@@ -167,7 +167,7 @@ describe("Pty screens and commands", () => {
     expect(sockets[0].sent).toContain(JSON.stringify({ type: "ack", offset: 5000 }));
     sockets[0].close(1006);
     await until(() => sockets.length === 2);
-    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen" });
+    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen", compress: "deflate" });
     pty.close();
   });
 

@@ -14,6 +14,7 @@ import { Emitter } from "./emitter.js";
 import { closeRefusal, isFatal, PtyBrokerError, statusOf } from "./errors.js";
 import { OutputChunks } from "./pty-chunks.js";
 import { OutputOffsets } from "./pty-offsets.js";
+import { InflatingInbox, asArrayBuffer } from "./pty-inflate.js";
 import { PtySocket } from "./pty-socket.js";
 import type { ConnectionState, ConnectOptions, PtyEvents, PtyTransport, SessionPatch, SocketLike, SocketQuery } from "./pty-types.js";
 
@@ -29,6 +30,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
 
   private readonly socket: PtySocket;
   private readonly offsets: OutputOffsets;
+  /** The socket's messages in order, 0x06 frames inflated (pty-inflate.ts). */
+  private readonly inbox: InflatingInbox;
   private readonly chunks = new OutputChunks();
   private userClosed = false;
   private started = false;
@@ -82,13 +85,20 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         open: () => this.openSocket(),
         openFailed: (error) => this.failedAttempt(error),
         opened: (socket) => socket.send(JSON.stringify({ type: "ack", offset: this.offsets.opened() })),
-        message: (data) => {
-          if (this.held) this.held.push(data);
-          else this.receive(data);
-        },
-        dropped: (code, reason, opened) => this.dropped(code, reason, opened),
+        // Through the inbox: a 0x06 frame is inflated before what came after it is handed on.
+        message: (data) => this.inbox.push(typeof data === "string" ? data : asArrayBuffer(data)),
+        // What came before the close is handed on first (a frame may still be inflating).
+        dropped: (code, reason, opened) => this.inbox.whenDrained(() => void this.dropped(code, reason, opened)),
       },
       options,
+    );
+    this.inbox = new InflatingInbox(
+      (data) => {
+        if (this.held) this.held.push(data);
+        else this.receive(data);
+      },
+      // Dropped: the next frame's offset shows the hole as a gap.
+      (error) => this.emit("error", new PtyBrokerError("INTERNAL", error.message)),
     );
     this.offsets = new OutputOffsets({
       output: (stream, bytes, offset) => this.emit(stream, bytes, offset),
@@ -308,7 +318,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     // "auto" is settled by PtyBroker.connect; one left here replays everything, which is never wrong.
     const from = next !== undefined ? String(next) : first === undefined || first === "auto" ? null : String(first);
     this.offsets.dialling();
-    const query: SocketQuery = { from, onLag: this.options.onLag };
+    const query: SocketQuery = { from, onLag: this.options.onLag, compress: this.options.compress ?? "deflate" };
     return this.transport.openSocket(this.id, query);
   }
 
@@ -451,3 +461,4 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return `/v1/sessions/${encodeURIComponent(this.id)}/${action}`;
   }
 }
+

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import {
   ClientMessage,
+  DEFLATED_HEADER_BYTES,
   EdgeLinkMessage,
+  MAX_DEFLATED_OUTPUT_BYTES,
   MAX_CONTROL_BYTES,
   OUTPUT_HEADER_BYTES,
   Op,
@@ -12,7 +14,9 @@ import {
   RunnerLinkMessage,
   READ_CHUNK_HEADER_BYTES,
   UNKNOWN_META,
+  checkInflated,
   decodeFrame,
+  encodeDeflated,
   encodeInput,
   encodeOutput,
   encodeReadChunk,
@@ -66,6 +70,40 @@ describe("encodeScreen / decodeFrame", () => {
     const short = decodeFrame(Uint8Array.from([Op.Screen, 0, 0]));
     expect(short).toEqual({ op: "invalid", reason: "screen frame shorter than its header" });
     expect(() => encodeScreen(-1, new Uint8Array())).toThrow(RangeError);
+  });
+});
+
+describe("encodeDeflated / decodeFrame (0x06)", () => {
+  it("round-trips the offset, stream, length and the compressed bytes as they are", () => {
+    const compressed = Uint8Array.from([0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00]);
+    const frame = encodeDeflated(2 ** 40 + 3, 5, compressed, "stderr");
+    expect(frame[0]).toBe(Op.Deflated);
+    expect(frame[0]).toBe(0x06);
+    expect(frame.byteLength).toBe(DEFLATED_HEADER_BYTES + compressed.byteLength);
+    expect(decodeFrame(frame)).toEqual({ op: "deflated", offset: 2 ** 40 + 3, stream: "stderr", length: 5, data: compressed });
+    expect(decodeFrame(encodeDeflated(0, 0, new Uint8Array()))).toEqual({ op: "deflated", offset: 0, stream: "stdout", length: 0, data: new Uint8Array() });
+  });
+
+  it("refuses a short frame, an unknown stream, a length past the bound, and bad arguments", () => {
+    expect(decodeFrame(Uint8Array.from([Op.Deflated, 0, 0, 0]))).toEqual({ op: "invalid", reason: "deflated frame shorter than its header" });
+    const badStream = encodeDeflated(1, 1, Uint8Array.from([1]));
+    badStream[9] = 2;
+    expect(decodeFrame(badStream)).toEqual({ op: "invalid", reason: "unknown stream" });
+    const huge = encodeDeflated(1, 1, Uint8Array.from([1]));
+    new DataView(huge.buffer).setUint32(10, MAX_DEFLATED_OUTPUT_BYTES + 1);
+    expect(decodeFrame(huge)).toEqual({ op: "invalid", reason: `deflated frame of ${MAX_DEFLATED_OUTPUT_BYTES + 1} bytes, more than ${MAX_DEFLATED_OUTPUT_BYTES}` });
+    const farOffset = encodeDeflated(1, 1, Uint8Array.from([1]));
+    new DataView(farOffset.buffer).setUint32(1, 0xffffffff);
+    expect(decodeFrame(farOffset)).toEqual({ op: "invalid", reason: "offset out of range" });
+    expect(() => encodeDeflated(-1, 1, new Uint8Array())).toThrow(RangeError);
+    expect(() => encodeDeflated(0, MAX_DEFLATED_OUTPUT_BYTES + 1, new Uint8Array())).toThrow(RangeError);
+  });
+
+  it("checkInflated names the offset when what inflated is not the length the header says", () => {
+    expect(() => checkInflated({ offset: 9, length: 3 }, Uint8Array.from([1, 2, 3]))).not.toThrow();
+    expect(() => checkInflated({ offset: 9, length: 4 }, Uint8Array.from([1, 2, 3]))).toThrow(
+      "deflated frame at offset 9: inflated to 3 bytes, its header says 4",
+    );
   });
 });
 
@@ -265,7 +303,7 @@ describe("decodeFrame", () => {
     expect(decoded.reason).toMatch(/empty/);
   });
 
-  it.each([0x00, 0x06, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
+  it.each([0x00, 0x07, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
     const decoded = decodeFrame(Uint8Array.from([opcode, 1, 2, 3]));
     expect(decoded.op).toBe("invalid");
     if (decoded.op !== "invalid") return;

@@ -31,6 +31,13 @@ export const Op = {
    * log bytes answering a `read`, with what the log keeps about them
    */
   ReadChunk: 0x05,
+  /**
+   * server → client, only to a framed client that connected with `compress=deflate`:
+   * `0x06 · u64 BE offset · u8 stream (0 stdout, 1 stderr) · u32 BE length of the output bytes ·
+   * the output bytes compressed as raw DEFLATE` (RFC 1951, one whole stream per frame), made
+   * once per chunk for every such viewer (docs/protocol.md §5, "Compressed output")
+   */
+  Deflated: 0x06,
 } as const;
 
 /** Which of a process's outputs a chunk came from: a terminal's output counts as stdout. */
@@ -54,6 +61,10 @@ export const READ_CHUNK_HEADER_BYTES = 26;
 
 /** Bytes before the payload of an Output frame. */
 export const OUTPUT_HEADER_BYTES = 9;
+/** Bytes before the compressed payload of a Deflated frame. */
+export const DEFLATED_HEADER_BYTES = 14;
+/** Largest output a Deflated frame may inflate to: a chunk is never larger than a link message. */
+export const MAX_DEFLATED_OUTPUT_BYTES = 16 << 20;
 /**
  * The heartbeat, from clients and runner links alike. The edge answers it with PONG_TEXT through
  * the hibernation API's auto-response, so a heartbeat never wakes a Durable Object.
@@ -84,6 +95,34 @@ function encodeAtOffset(op: typeof Op.Output | typeof Op.Stderr | typeof Op.Scre
   view.setUint32(5, offset >>> 0);
   frame.set(bytes, OUTPUT_HEADER_BYTES);
   return frame;
+}
+
+/**
+ * Output at `offset` whose `length` bytes are `compressed` (raw DEFLATE, made by the caller:
+ * the edge with CompressionStream("deflate-raw")).
+ */
+export function encodeDeflated(offset: number, length: number, compressed: Uint8Array, stream: OutputStream = "stdout"): Uint8Array {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  if (!Number.isInteger(length) || length < 0 || length > MAX_DEFLATED_OUTPUT_BYTES) throw new RangeError(`bad length ${length}`);
+  const frame = new Uint8Array(DEFLATED_HEADER_BYTES + compressed.byteLength);
+  const view = new DataView(frame.buffer);
+  frame[0] = Op.Deflated;
+  view.setUint32(1, Math.floor(offset / TWO_32));
+  view.setUint32(5, offset >>> 0);
+  frame[9] = stream === "stderr" ? 1 : 0;
+  view.setUint32(10, length);
+  frame.set(compressed, DEFLATED_HEADER_BYTES);
+  return frame;
+}
+
+/**
+ * Checks what a Deflated frame's payload inflated to: exactly the length its header names, or a
+ * clear error. Clients inflate with their own zlib (Node) or DecompressionStream (browsers).
+ */
+export function checkInflated(frame: { offset: number; length: number }, inflated: Uint8Array): void {
+  if (inflated.byteLength !== frame.length) {
+    throw new Error(`deflated frame at offset ${frame.offset}: inflated to ${inflated.byteLength} bytes, its header says ${frame.length}`);
+  }
 }
 
 /** The stream, time and size that a ReadChunk carries when the log knows nothing more. */
@@ -122,6 +161,8 @@ export type Frame =
   | { op: "output"; offset: number; data: Uint8Array }
   | { op: "stderr"; offset: number; data: Uint8Array }
   | { op: "screen"; offset: number; data: Uint8Array }
+  /** `data` is still compressed: it inflates to `length` bytes of `stream` at `offset`. */
+  | { op: "deflated"; offset: number; stream: OutputStream; length: number; data: Uint8Array }
   | { op: "input"; data: Uint8Array }
   | { op: "readChunk"; readId: number; offset: number; meta: ChunkMeta; data: Uint8Array }
   | { op: "invalid"; reason: string };
@@ -144,6 +185,17 @@ export function decodeFrame(frame: Uint8Array): Frame {
     }
     case Op.Input:
       return { op: "input", data: frame.subarray(1) };
+    case Op.Deflated: {
+      if (frame.byteLength < DEFLATED_HEADER_BYTES) return { op: "invalid", reason: "deflated frame shorter than its header" };
+      const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+      const offset = view.getUint32(1) * TWO_32 + view.getUint32(5);
+      if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
+      if (frame[9] > 1) return { op: "invalid", reason: "unknown stream" };
+      const length = view.getUint32(10);
+      if (length > MAX_DEFLATED_OUTPUT_BYTES) return { op: "invalid", reason: `deflated frame of ${length} bytes, more than ${MAX_DEFLATED_OUTPUT_BYTES}` };
+      const stream: OutputStream = frame[9] === 1 ? "stderr" : "stdout";
+      return { op: "deflated", offset, stream, length, data: frame.subarray(DEFLATED_HEADER_BYTES) };
+    }
     case Op.ReadChunk: {
       if (frame.byteLength < READ_CHUNK_HEADER_BYTES) {
         return { op: "invalid", reason: "read chunk frame shorter than its header" };

@@ -1,7 +1,8 @@
 // A terminal client over the public WebSocket for the end-to-end tests: it checks offsets as
 // frames arrive, keeps what came in order, and waits on events with deadlines (never fixed sleeps).
+import { inflateRawSync } from "node:zlib";
 import WebSocket from "ws";
-import { decodeFrame, encodeInput } from "../shared/protocol.js";
+import { type Frame, checkInflated, decodeFrame, encodeInput } from "../shared/protocol.js";
 
 type Waiter = { check: () => boolean; resolve: () => void; closed: (code: number) => void };
 
@@ -63,6 +64,9 @@ export class TermClient {
    * starts at the first output frame.
    */
   readonly segments: { from: number; start: number }[] = [];
+  /** Framed mode with `compress=deflate`: how many 0x06 frames came, and their bytes on the wire. */
+  deflatedFrames = 0;
+  deflatedBytes = 0;
   closeCode: number | undefined;
   readonly opened: Promise<void>;
   readonly closed: Promise<number>;
@@ -102,7 +106,7 @@ export class TermClient {
         this.timeline.push({ kind: "message", message });
       } else if (raw) this.append(data);
       else {
-        const frame = decodeFrame(new Uint8Array(data));
+        const frame = this.inflated(decodeFrame(new Uint8Array(data)));
         if (frame.op === "screen") {
           // Not output: output goes on at its offset, in a run of its own.
           const copy = Buffer.from(frame.data);
@@ -130,6 +134,16 @@ export class TermClient {
       }
       this.notify();
     });
+  }
+
+  /** A 0x06 frame as the 0x01 or 0x03 frame it stands for (inflated with Node's zlib, as the SDK does). */
+  private inflated(frame: Frame): Frame {
+    if (frame.op !== "deflated") return frame;
+    this.deflatedFrames++;
+    this.deflatedBytes += frame.data.byteLength;
+    const data = new Uint8Array(inflateRawSync(frame.data, { maxOutputLength: Math.max(1, frame.length) }));
+    checkInflated(frame, data);
+    return { op: frame.stream === "stderr" ? "stderr" : "output", offset: frame.offset, data };
   }
 
   /** The last RECENT_CHARS of output as text, kept as frames arrive so waits stay cheap. */

@@ -18,6 +18,8 @@ export interface BenchConfig {
   runs: number;
   keystrokes: number;
   floodBytes: number;
+  /** Row 3's flood: base64 of /dev/zero (compresses ~1000×, the default) or of /dev/urandom (~1.33×). */
+  floodSource: "/dev/zero" | "/dev/urandom";
   viewers: number[];
   replayBytes: number;
   sessions: number;

@@ -10,7 +10,7 @@ import { log } from "../../shared/log.js";
 import { ClientMessage, type OutputStream, type ServerMessage, decodeFrame, parseMessage } from "../../shared/protocol.js";
 import type { Session, SignalName } from "../../shared/session.js";
 import type { Limits } from "../env.js";
-import { refuseSocket, wantsRaw } from "../io/sockets.js";
+import { NO_SOCKET_COMPRESSION, refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
 import { type ReplayFrom, Replays, offsetRefusal, pastTheEnd, replayStart } from "./replays.js";
@@ -78,6 +78,8 @@ export class ClientHub {
     this.ctx.acceptWebSocket(server, [CLIENT_TAG]);
     const offset = this.port.offset();
     const onLag: OnLag = framed && request.headers.get("x-ptyb-onlag") === "screen" ? "screen" : "cut";
+    // Set by the route with `compress=deflate`, which also kept permessage-deflate off this socket.
+    const compress = framed && request.headers.get("x-ptyb-compress") === "deflate";
     const sub = new SocketSubscriber(
       server,
       framed ? "framed" : "raw",
@@ -88,6 +90,7 @@ export class ClientHub {
       undefined,
       null,
       onLag,
+      compress,
     );
     this.sockets.set(server, sub);
     sub.persist();
@@ -96,6 +99,8 @@ export class ClientHub {
     this.startReplay(sub, from);
     const headers = new Headers();
     if (wantsRaw(request).subprotocol) headers.set("sec-websocket-protocol", "raw");
+    // The object's own answer declines it too (in production it may be a hop of its own).
+    if (compress) headers.set("sec-websocket-extensions", NO_SOCKET_COMPRESSION);
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 
@@ -384,6 +389,7 @@ export class ClientHub {
         att?.id,
         att?.size ?? null,
         att?.onLag ?? "cut",
+        att?.compress ?? false,
       );
       sub.closed = att?.cut ?? false;
       // A socket whose close is under way (its close handler is running) is not restored.

@@ -6,6 +6,7 @@ import type { ScreenSnapshot } from "../../shared/agent.js";
 import { CloseCode } from "../../shared/errors.js";
 import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } from "../../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
+import { DeflateOutbox, MIN_DEFLATE_BYTES, deflatedFrame } from "./deflate.js";
 import { SseBody, textEvent } from "../io/sse-body.js";
 
 const encoder = new TextEncoder();
@@ -55,6 +56,8 @@ export interface ClientAttachment {
   size?: TermSize | null;
   /** What happens when it lags; absent = cut. */
   onLag?: OnLag;
+  /** Output goes to it compressed once per chunk (0x06, `compress=deflate`); absent = plain. */
+  compress?: boolean;
 }
 
 export interface TermSize {
@@ -87,14 +90,33 @@ export class SocketSubscriber implements Subscriber {
     /** The size this client last asked for (its window), applied or not (session/size-policy.ts). */
     public size: TermSize | null = null,
     readonly onLag: OnLag = "cut",
+    /** Framed only: output compressed once per chunk (0x06), in order with everything else. */
+    readonly compress = false,
   ) {
     this.acked = cursor;
+    this.outbox = compress
+      ? new DeflateOutbox(
+          (message) => sendQuietly(ws, message),
+          (code, reason) => closeQuietly(ws, code, reason),
+        )
+      : undefined;
+  }
+
+  private readonly outbox: DeflateOutbox | undefined;
+
+  /** Sends now, or (a compressing client) after the frames still compressing before it. */
+  private send(message: string | ArrayBuffer | Uint8Array): void {
+    if (this.outbox) this.outbox.message(message);
+    else sendQuietly(this.ws, message);
   }
 
   deliver(offset: number, data: Uint8Array, stream: OutputStream, frame?: ArrayBuffer): void {
-    // Framed: 0x01 for stdout (or the terminal), 0x03 for stderr; raw: both as they come.
-    if (this.kind === "framed") sendQuietly(this.ws, frame ?? encodeOutput(offset, data, stream));
-    else {
+    // Framed: 0x01 for stdout (or the terminal), 0x03 for stderr, or 0x06 for a client that
+    // asked for compressed output; raw: both as they come. Offsets and lag count raw bytes.
+    if (this.kind === "framed") {
+      if (this.outbox && data.byteLength >= MIN_DEFLATE_BYTES) this.outbox.frame(deflatedFrame(offset, data, stream));
+      else this.send(frame ?? encodeOutput(offset, data, stream));
+    } else {
       sendQuietly(this.ws, data);
       this.sentSinceHeard += data.byteLength;
     }
@@ -102,7 +124,7 @@ export class SocketSubscriber implements Subscriber {
   }
 
   control(message: ServerMessage): void {
-    if (this.kind === "framed") sendQuietly(this.ws, JSON.stringify(message));
+    if (this.kind === "framed") this.send(JSON.stringify(message));
   }
 
   /** Framed: `screen` then a 0x04 frame; raw: the repaint bytes themselves. Neither moves the cursor. */
@@ -115,7 +137,7 @@ export class SocketSubscriber implements Subscriber {
     }
     const { offset, cols, rows } = snapshot;
     this.control({ type: "screen", offset, cols, rows });
-    sendQuietly(this.ws, encodeScreen(offset, bytes));
+    this.send(encodeScreen(offset, bytes));
   }
 
   /** Output continues at the screen's `offset` (skipped ahead to it); its lag counts up to there until it acks it. */
@@ -164,7 +186,9 @@ export class SocketSubscriber implements Subscriber {
       this.closed = true;
       this.persist();
     }
-    closeQuietly(this.ws, code, reason);
+    // A compressing client gets what was queued for it before the close (its `exit`, say).
+    if (this.outbox) this.outbox.closeAfter(code, reason);
+    else closeQuietly(this.ws, code, reason);
   }
 
   persist(): void {
@@ -179,6 +203,7 @@ export class SocketSubscriber implements Subscriber {
         id: this.id,
         size: this.size,
         onLag: this.onLag,
+        compress: this.compress,
       } satisfies ClientAttachment);
     } catch {
       // the socket is gone: nothing to keep

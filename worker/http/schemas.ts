@@ -128,6 +128,11 @@ export const ConnectQuery = z.object({
    * (docs/protocol.md §5, "The screen instead of history").
    */
   onLag: z.enum(["cut", "screen"]).optional(),
+  /**
+   * A framed client that takes output compressed once per chunk (0x06) instead of
+   * permessage-deflate (docs/protocol.md §5, "Compressed output"); ignored in raw mode.
+   */
+  compress: z.enum(["deflate", "none"]).optional(),
 });
 
 const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of bytes").transform(Number);

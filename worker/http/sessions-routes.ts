@@ -6,7 +6,7 @@ import { base64ToBytes } from "../../shared/base64.js";
 import { ApiError, type ErrorBody, ErrorStatus, type Failure, unwrap } from "../../shared/errors.js";
 import { type Access, type AuthVariables, allows, authenticate, requireOwner } from "../auth/auth.js";
 import { mintToken } from "../auth/tokens.js";
-import { wantsRaw } from "../io/sockets.js";
+import { wantsRaw, withoutSocketCompression } from "../io/sockets.js";
 import { type Env, limits, sessionStub, tenantStub } from "../env.js";
 import { createSession } from "./session-create.js";
 import type { OutputRange } from "../rpc.js";
@@ -259,7 +259,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
-  const { from, onLag } = c.req.valid("query");
+  const { from, onLag, compress } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
   const { stub } = await session(c, c.req.param("id"), "read");
   // The object reads how the client connects from these headers; callers cannot reach it directly.
@@ -268,7 +268,15 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   headers.set("x-ptyb-role", c.get("principal").role);
   headers.delete("x-ptyb-from");
   headers.delete("x-ptyb-onlag");
+  headers.delete("x-ptyb-compress");
   if (from !== undefined) headers.set("x-ptyb-from", from);
   if (onLag !== undefined) headers.set("x-ptyb-onlag", onLag);
-  return stub.fetch(new Request("https://session/connect", { headers }));
+  if (compress === "deflate" && !raw) {
+    // Output comes compressed once per chunk (0x06): the object sees no offer of
+    // permessage-deflate, and the answer declines it (withoutSocketCompression).
+    headers.set("x-ptyb-compress", "deflate");
+    headers.delete("sec-websocket-extensions");
+  }
+  const res = await stub.fetch(new Request("https://session/connect", { headers }));
+  return compress === "deflate" && !raw ? withoutSocketCompression(res) : res;
 });

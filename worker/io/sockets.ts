@@ -19,6 +19,23 @@ export function closeQuietly(ws: WebSocket, code: number, reason: string): void 
   }
 }
 
+/**
+ * A `Sec-WebSocket-Extensions` answer that agrees to no extension. workerd answers an upgrade
+ * whose response has no such header with the client's own offer (permessage-deflate from
+ * browsers and `ws`); an empty value is dropped on the way, and a name no client offers is
+ * dropped from the agreement, so the socket ends up with no extension at all and no
+ * `Sec-WebSocket-Extensions` header reaches the client (docs/protocol.md §1, Compression).
+ */
+export const NO_SOCKET_COMPRESSION = "x-ptyb-none";
+
+/** An accepted upgrade (101) whose socket declines permessage-deflate: for `compress=deflate` clients. */
+export function withoutSocketCompression(res: Response): Response {
+  if (res.status !== 101 || !res.webSocket) return res;
+  const headers = new Headers(res.headers);
+  headers.set("sec-websocket-extensions", NO_SOCKET_COMPRESSION);
+  return new Response(null, { status: 101, webSocket: res.webSocket, headers });
+}
+
 const CLOSE_FOR: Partial<Record<ErrorCode, number>> = {
   UNAUTHORIZED: CloseCode.Unauthorized,
   FORBIDDEN: CloseCode.Forbidden,
