@@ -70,6 +70,29 @@ function alpha(from: number, to: number): string[] {
   return Array.from({ length: to - from + 1 }, (_, i) => `alpha ${from + i}`);
 }
 
+describe("a screen that a tenant cannot break", () => {
+  it("a resize narrower then taller under long lines: that session's screen goes on, and a neighbour's screen and run too", { timeout: 60_000 }, async () => {
+    // xterm 6.0.0 with no line above the screen threw on the next line feed; in the agent thread
+    // that ended the thread, and with it every session's screen and `run` on the runner
+    // (docs/architecture.md, "Text that scrolls away unseen").
+    const attacker = await session({ cols: 80, rows: 24 });
+    const neighbour = await session({ cols: 80, rows: 24 });
+    await api.inputAt(attacker.id, "for i in 1 2 3 4 5 6; do printf 'x%.0s' $(seq 250); echo; done\r");
+    await settledScreen(attacker.id, (screen) => screen.lines.some((l) => l.startsWith("xxxx")));
+    for (const [cols, rows] of [[26, 29], [69, 30]]) {
+      expect((await api.request("POST", `/v1/sessions/${attacker.id}/resize`, { cols, rows })).status).toBe(200);
+    }
+    await api.inputAt(attacker.id, "seq -f 'after %g' 1 40\r");
+    const screen = await settledScreen(attacker.id, (s) => s.lines.includes("after 40"));
+    expect(screen).toMatchObject({ cols: 69, rows: 30 });
+    expect(screen.lines.filter((l) => /^after \d+$/.test(l)).at(-2)).toBe("after 39");
+    // The neighbour's agent layer is whole: its screen follows, and `run` answers.
+    await api.inputAt(neighbour.id, "echo neighbour-$((2+3))\r");
+    await settledScreen(neighbour.id, (s) => s.lines.includes("neighbour-5"));
+    expect(await api.run(neighbour.id, "echo ran-$((3+4))")).toMatchObject({ exitCode: 0, output: "ran-7\n" });
+  });
+});
+
 describe("GET .../screen", () => {
   it("shows less in the alternate screen, and the shell's lines back after it quits", async () => {
     const s = await session({ cols: 80, rows: 24 });
