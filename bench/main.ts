@@ -16,6 +16,7 @@ import { idleCostRows } from "./rows/idle-cost.js";
 import { lagRows } from "./rows/lag.js";
 import { peerRows } from "./rows/peer.js";
 import { execRows, pipeFloodRows } from "./rows/processes.js";
+import { emulatorRows } from "./rows/emulator.js";
 import { type BenchConfig, type Row, failedRow } from "./rows/row.js";
 import { sandboxRows } from "./rows/sandbox.js";
 import { scaleRows } from "./rows/scale.js";
@@ -113,6 +114,9 @@ try {
 } finally {
   await stack.stop();
 }
+
+// Row 18 in this process, no stack: the screen's emulator on plain floods.
+if (wanted(18)) await guarded(18, "the screen's emulator per MB", () => emulatorRows(config, progress));
 
 // Row 12 on a stack of its own: a lag bound small enough that paused viewers skip many times.
 if (wanted(12)) await guarded(12, "fan-out with lagging viewers", () => lagRows(config, scaleOptions.runnerEnv, progress));
