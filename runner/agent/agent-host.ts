@@ -15,6 +15,14 @@ export interface AgentHostPort {
   screenBehind(behind: boolean): void;
 }
 
+export interface AgentOptions {
+  cols: number;
+  rows: number;
+  shellIntegration: boolean;
+  /** RUNNER_SCREEN_IDLE_MS: the screen's emulator is dropped after this long unused (0 or absent: never). */
+  screenIdleMs?: number;
+}
+
 /** What a hosted session asks of its agent layer, here or in the agent thread (agent-thread.ts). */
 export interface AgentLayer {
   output(offset: number, bytes: Uint8Array): void;
@@ -32,9 +40,16 @@ export class AgentHost implements AgentLayer {
   constructor(
     private readonly key: string,
     private readonly port: AgentHostPort,
-    options: { cols: number; rows: number; shellIntegration: boolean },
+    options: AgentOptions,
   ) {
-    this.screen = new TerminalScreen({ cols: options.cols, rows: options.rows, onBehind: (behind) => port.screenBehind(behind) });
+    this.screen = new TerminalScreen({
+      cols: options.cols,
+      rows: options.rows,
+      onBehind: (behind) => port.screenBehind(behind),
+      // An idle screen's emulator is dropped and made again when needed (docs/architecture.md, "Idle screens").
+      idleMs: options.screenIdleMs ?? 0,
+      onIdle: (outcome) => log.debug("agent.screen", { key, outcome }),
+    });
     this.tracker = new ShellTracker(
       {
         screen: this.screen,

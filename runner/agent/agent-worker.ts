@@ -2,12 +2,14 @@
 // screen's emulator and its shell tracker), fed in order by the runner's main thread, answering
 // through it. A host that throws is disposed and reported `failed`; the others go on.
 import { parentPort } from "node:worker_threads";
-import { log } from "../../shared/log.js";
+import { log, setLogLevel } from "../../shared/log.js";
 import { AgentHost } from "./agent-host.js";
 import type { FromAgentWorker, ToAgentWorker } from "./agent-thread.js";
 
 const port = parentPort;
 if (!port) throw new Error("agent-worker.ts runs as a worker thread (agent-thread.ts starts it)");
+// The runner's LOG_LEVEL (main.ts sets it on its own thread; a worker's module state is its own).
+setLogLevel(process.env.LOG_LEVEL);
 const hosts = new Map<string, AgentHost>();
 const say = (message: FromAgentWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
@@ -32,7 +34,7 @@ port.on("message", (message: ToAgentWorker) => {
           },
           screenBehind: (behind) => say({ op: "behind", key, behind }),
         },
-        { cols: message.cols, rows: message.rows, shellIntegration: message.shellIntegration },
+        { cols: message.cols, rows: message.rows, shellIntegration: message.shellIntegration, screenIdleMs: message.screenIdleMs },
       );
       hosts.set(key, host);
       return;

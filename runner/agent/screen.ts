@@ -13,6 +13,8 @@ import serializeAddon from "@xterm/addon-serialize";
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import type { OutputLog } from "../log/output-log.js";
 import { withLogSlot } from "../log/log-reads.js";
+import { emulatorState, joinState, setJoinState } from "./screen-state.js";
+import { unwatchIdle, watchIdle } from "./screen-idle.js";
 
 const { Terminal } = headless;
 type Terminal = InstanceType<typeof Terminal>;
@@ -33,12 +35,43 @@ export interface ScreenOptions {
   offset?: number;
   /** The screen fell behind (true) or caught up (false). */
   onBehind?: (behind: boolean) => void;
+  /** Drop the emulator after this long unused, when its state round-trips (0 or absent: never). */
+  idleMs?: number;
+  /** The emulator was dropped (idle) or made again from its checkpoint. */
+  onIdle?: (outcome: "dropped" | "restored") => void;
 }
 
-/** Where the cursor was at a point of the stream (the start of a shell's command line). */
-export interface ScreenPosition {
-  marker: Marker;
-  x: number;
+/**
+ * Where the cursor was at a point of the stream (the start of a shell's command line): an xterm
+ * marker, which moves with its row as the screen scrolls. An emulator dropped while idle takes
+ * its rows with it; the position keeps the row and gets a new marker on the emulator restored.
+ */
+export class ScreenPosition {
+  /** The row while the emulator is dropped (-1: it had left the screen). */
+  line = -1;
+  disposed = false;
+
+  constructor(
+    public marker: Marker,
+    readonly x: number,
+    private readonly owner: Set<ScreenPosition>,
+  ) {}
+
+  /** No longer needed: its marker goes, and a restored emulator gets none for it. */
+  dispose(): void {
+    this.disposed = true;
+    this.marker.dispose();
+    this.owner.delete(this);
+  }
+}
+
+/** A dropped emulator: what a fresh one is fed to be it again, and the screen it showed. */
+interface Checkpoint {
+  text: string;
+  snapshot: ScreenSnapshot;
+  bracketedPaste: boolean;
+  /** screen-state.ts: what the text cannot carry. */
+  joinState: number;
 }
 
 /** xterm's internals read here (pinned @xterm/headless 6.0.0): cursor visibility and the scroll region. */
@@ -48,8 +81,15 @@ interface TerminalCore {
 }
 
 export class TerminalScreen {
-  private readonly term: Terminal;
-  private readonly serializer: InstanceType<typeof serializeAddon.SerializeAddon>;
+  /** The emulator; null while dropped (idle), then `checkpoint` holds it. */
+  private term: Terminal | null;
+  private serializer: InstanceType<typeof serializeAddon.SerializeAddon>;
+  private checkpoint: Checkpoint | null = null;
+  private readonly positions = new Set<ScreenPosition>();
+  /** Counts every use of the emulator: a drop under way gives up if one came meanwhile. */
+  private uses = 0;
+  private usedAt = Date.now();
+  private dropping = false;
   private fed: number;
   private pending = 0;
   /** afterParsed callbacks not run yet. */
@@ -60,14 +100,24 @@ export class TerminalScreen {
 
   constructor(private readonly options: ScreenOptions) {
     this.fed = options.offset ?? 0;
-    // No scrollback: the screen is what is on it (and a screen's memory stays small).
-    this.term = new Terminal({ cols: options.cols, rows: options.rows, scrollback: 0, allowProposedApi: true, logLevel: "off" });
-    this.serializer = new serializeAddon.SerializeAddon();
-    // The addon's typings name @xterm/xterm's Terminal; the headless one has what it uses.
-    this.term.loadAddon(this.serializer as unknown as Parameters<Terminal["loadAddon"]>[0]);
-    this.term.onTitleChange((title) => {
-      this.title = title;
-    });
+    const made = newTerminal(options.cols, options.rows, (title) => (this.title = title));
+    this.term = made.term;
+    this.serializer = made.serializer;
+    if (this.idleMs > 0) watchIdle(this);
+  }
+
+  get idleMs(): number {
+    return this.options.idleMs ?? 0;
+  }
+
+  /** Milliseconds since the emulator was last used (0 while it is dropped: nothing to drop). */
+  idleFor(now: number): number {
+    return this.term ? now - this.usedAt : 0;
+  }
+
+  /** The emulator is dropped (idle). */
+  get dropped(): boolean {
+    return this.term === null;
   }
 
   /** Raw offset up to which bytes have been written (parsed or not). */
@@ -86,7 +136,7 @@ export class TerminalScreen {
 
   /** The program asked for bracketed paste (as parsed so far). */
   get bracketedPaste(): boolean {
-    return this.term.modes.bracketedPasteMode;
+    return this.checkpoint ? this.checkpoint.bracketedPaste : this.live().modes.bracketedPasteMode;
   }
 
   /** The next output bytes; `offset` past the end of what was written skips a gap (nothing is drawn for it). */
@@ -102,7 +152,7 @@ export class TerminalScreen {
     const size = bytes.byteLength;
     this.pending += size;
     if (!this.isBehind && this.pending > BEHIND_BYTES) this.setBehind(true);
-    this.term.write(bytes, () => {
+    this.live().write(bytes, () => {
       this.pending -= size;
       if (this.isBehind && this.pending < CAUGHT_UP_BYTES) this.setBehind(false);
     });
@@ -110,7 +160,7 @@ export class TerminalScreen {
 
   /** Resizes the screen after the bytes written so far, before later ones. */
   resize(cols: number, rows: number): void {
-    this.afterParsed(() => this.term.resize(cols, rows));
+    this.afterParsed(() => this.live().resize(cols, rows));
   }
 
   /**
@@ -120,8 +170,9 @@ export class TerminalScreen {
    */
   afterParsed(callback: () => void): void {
     if (this.disposed) return;
+    const term = this.live();
     this.waiting++;
-    this.term.write(EMPTY, () => {
+    term.write(EMPTY, () => {
       this.waiting--;
       if (!this.disposed) callback();
     });
@@ -129,17 +180,18 @@ export class TerminalScreen {
 
   /**
    * Nothing written is left to parse and no afterParsed callback waits: the screen is as it is
-   * at `offset` now (xterm runs even an empty write's callback from a timer, ~1 ms later).
+   * at `offset` now (xterm runs even an empty write's callback from a timer, ~1 ms later). Not
+   * while the emulator is dropped: it is made again, and parses its checkpoint, before it is read.
    */
   get settled(): boolean {
-    return this.pending === 0 && this.waiting === 0;
+    return this.term !== null && this.pending === 0 && this.waiting === 0;
   }
 
   /** Resolves once every byte written so far is parsed (or the screen is disposed). */
   parsed(): Promise<void> {
     return new Promise((resolve) => {
-      if (this.disposed) return resolve();
-      this.term.write(EMPTY, resolve);
+      if (this.disposed || !this.term) return resolve();
+      this.live().write(EMPTY, resolve);
     });
   }
 
@@ -148,8 +200,10 @@ export class TerminalScreen {
     const offset = this.fed;
     return new Promise((resolve, reject) => {
       if (this.disposed) return reject(new Error("the screen is gone"));
+      // Dropped: the screen it showed is the screen now (nothing was written since).
+      if (this.checkpoint) return resolve({ ...this.checkpoint.snapshot, offset });
       // Taken inside the callback: once it returns, xterm may parse later bytes.
-      this.term.write(EMPTY, () => {
+      this.live().write(EMPTY, () => {
         if (this.disposed) reject(new Error("the screen is gone"));
         else resolve(this.capture(offset));
       });
@@ -158,8 +212,12 @@ export class TerminalScreen {
 
   /** The cursor's position now (call from afterParsed); null on the alternate screen (no markers there). */
   cursorPosition(): ScreenPosition | null {
-    const marker = this.term.registerMarker(0);
-    return marker ? { marker, x: this.term.buffer.active.cursorX } : null;
+    const term = this.live();
+    const marker = term.registerMarker(0);
+    if (!marker) return null;
+    const position = new ScreenPosition(marker, term.buffer.active.cursorX, this.positions);
+    this.positions.add(position);
+    return position;
   }
 
   /**
@@ -168,8 +226,9 @@ export class TerminalScreen {
    */
   textSince(from: ScreenPosition): string | null {
     const { marker } = from;
-    const buffer = this.term.buffer.active;
-    if (marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const term = this.live();
+    const buffer = term.buffer.active;
+    if (from.disposed || marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
     const last = buffer.baseY + buffer.cursorY;
     if (last < marker.line) return null;
     let text = "";
@@ -177,7 +236,7 @@ export class TerminalScreen {
       const line = buffer.getLine(y);
       if (!line) break;
       const start = y === marker.line ? from.x : 0;
-      const end = y === last ? Math.max(start, buffer.cursorX) : this.term.cols;
+      const end = y === last ? Math.max(start, buffer.cursorX) : term.cols;
       const next = y < last ? buffer.getLine(y + 1) : undefined;
       // A row that continues on the next one keeps its trailing spaces: they are part of the line.
       if (next?.isWrapped) text += line.translateToString(false, start, end);
@@ -195,8 +254,8 @@ export class TerminalScreen {
    */
   lineBlankSince(from: ScreenPosition): boolean | null {
     const { marker } = from;
-    const buffer = this.term.buffer.active;
-    if (marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const buffer = this.live().buffer.active;
+    if (from.disposed || marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
     const cursorRow = buffer.baseY + buffer.cursorY;
     for (let y = marker.line; ; y++) {
       const line = buffer.getLine(y);
@@ -209,7 +268,74 @@ export class TerminalScreen {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.term.dispose();
+    unwatchIdle(this);
+    this.term?.dispose();
+    this.term = null;
+    this.checkpoint = null;
+    this.positions.clear();
+  }
+
+  /**
+   * Drops the emulator if it is idle and settled and a fresh one fed its checkpoint (the screen
+   * serialized, as a snapshot's `ansi`) has exactly its state (screen-state.ts); otherwise keeps
+   * it. Resolves whether it was dropped. Any use meanwhile (output, a call) cancels the drop.
+   */
+  async drop(): Promise<boolean> {
+    const term = this.term;
+    if (!term || this.disposed || this.dropping || !this.settled) return false;
+    const positions = [...this.positions].filter((p) => !p.marker.isDisposed && p.marker.line >= 0);
+    // Markers live on the normal buffer; with the alternate one showing they could not be made again.
+    if (positions.length > 0 && term.buffer.active.type !== "normal") return false;
+    const snapshot = this.capture(this.fed);
+    const uses = this.uses; // after capture, itself a use
+    let probeTitle: string | null = null;
+    const probe = newTerminal(term.cols, term.rows, (title) => (probeTitle = title));
+    this.dropping = true;
+    try {
+      await new Promise<void>((resolve) => probe.term.write(snapshot.ansi, resolve));
+      setJoinState(probe.term, joinState(term));
+      if (this.uses !== uses || this.disposed || this.term !== term) return false;
+      if (emulatorState(probe.term, probeTitle) !== emulatorState(term, this.title)) return false;
+    } finally {
+      this.dropping = false;
+      probe.term.dispose();
+    }
+    for (const position of this.positions) position.line = positions.includes(position) ? position.marker.line : -1;
+    this.checkpoint = { text: snapshot.ansi, snapshot, bracketedPaste: term.modes.bracketedPasteMode, joinState: joinState(term) };
+    this.term = null;
+    term.dispose();
+    unwatchIdle(this);
+    this.options.onIdle?.("dropped");
+    return true;
+  }
+
+  /** The emulator, made again from its checkpoint if it was dropped; a use (resets the idle time). */
+  private live(): Terminal {
+    this.uses++;
+    this.usedAt = Date.now();
+    if (this.term) return this.term;
+    const checkpoint = this.checkpoint as Checkpoint;
+    this.checkpoint = null;
+    const made = newTerminal(checkpoint.snapshot.cols, checkpoint.snapshot.rows, (title) => (this.title = title));
+    const term = made.term;
+    this.term = term;
+    this.serializer = made.serializer;
+    // Parsed before anything written after it; the positions' markers are made where their rows are.
+    this.waiting++;
+    term.write(checkpoint.text, () => {
+      this.waiting--;
+      if (this.term !== term) return;
+      setJoinState(term, checkpoint.joinState);
+      const buffer = term.buffer.active;
+      for (const position of this.positions) {
+        if (position.line < 0) continue;
+        const marker = term.registerMarker(position.line - (buffer.baseY + buffer.cursorY));
+        if (marker) position.marker = marker;
+      }
+    });
+    if (this.idleMs > 0) watchIdle(this);
+    this.options.onIdle?.("restored");
+    return term;
   }
 
   private setBehind(behind: boolean): void {
@@ -218,7 +344,7 @@ export class TerminalScreen {
   }
 
   private capture(offset: number): ScreenSnapshot {
-    const term = this.term;
+    const term = this.live();
     const buffer = term.buffer.active;
     const lines: string[] = [];
     // xterm trims the cells never written; spaces written (a prompt's last one) go too.
@@ -249,6 +375,17 @@ export class TerminalScreen {
       ansi,
     };
   }
+}
+
+/** A headless terminal of cols × rows with the serializer loaded, telling its title changes. */
+function newTerminal(cols: number, rows: number, onTitle: (title: string) => void) {
+  // No scrollback: the screen is what is on it (and a screen's memory stays small).
+  const term = new Terminal({ cols, rows, scrollback: 0, allowProposedApi: true, logLevel: "off" });
+  const serializer = new serializeAddon.SerializeAddon();
+  // The addon's typings name @xterm/xterm's Terminal; the headless one has what it uses.
+  term.loadAddon(serializer as unknown as Parameters<Terminal["loadAddon"]>[0]);
+  term.onTitleChange(onTitle);
+  return { term, serializer };
 }
 
 /** `text` without C0/C1 controls (a title set again inside an OSC must not end it early). */

@@ -1,0 +1,111 @@
+// Everything a headless xterm (pinned @xterm/headless 6.0.0) holds that decides what later bytes
+// draw, as one string: two terminals with the same string draw the same from here on. screen.ts
+// drops an idle session's emulator only when a fresh one fed its checkpoint (the serialized
+// screen) has the same state as it (docs/architecture.md, "Idle screens"): whatever the serializer
+// does not carry (a pending wrap, a charset, a saved cursor, a tab stop, a link, a sequence cut in
+// the middle, ...) shows here as a difference, and the emulator is kept.
+//
+// It reads xterm's internals (no public API has them); a name that is not there reads as
+// `undefined` on both sides, so this file must list what the pinned version has (screen.test.ts
+// checks that each case it names is told apart).
+//
+// The one thing a checkpoint cannot draw is carried by hand: the parser's join state (the last
+// character printed, which a combining one that follows joins with): `joinState` reads it and
+// `setJoinState` puts it on the emulator made again.
+
+type Bag = Record<string, unknown>;
+
+const get = (from: unknown, ...path: string[]): unknown => {
+  let at = from;
+  for (const key of path) at = at !== null && typeof at === "object" ? (at as Bag)[key] : undefined;
+  return at;
+};
+
+/** Plain fields of an attribute object (fg, bg and the extended ones: underline style and colour, link). */
+function attrs(data: unknown): unknown {
+  const extended = get(data, "extended");
+  return [get(data, "fg"), get(data, "bg"), get(extended, "_ext"), get(extended, "_urlId")];
+}
+
+/** One buffer's rows, cell data as stored (code point, width, colours, flags), and its cursor state. */
+function bufferState(buffer: unknown, cols: number): unknown {
+  const lines = get(buffer, "lines");
+  const length = get(lines, "length");
+  const rows: unknown[] = [];
+  if (typeof length === "number") {
+    for (let y = 0; y < length; y++) {
+      const line = (lines as { get(i: number): unknown }).get(y);
+      const data = get(line, "_data");
+      const cells = data instanceof Uint32Array ? Array.from(data.subarray(0, cols * 3)) : null;
+      const combined = get(line, "_combined");
+      const extended = get(line, "_extendedAttrs") as Bag | undefined;
+      const ext = extended ? Object.entries(extended).map(([i, a]) => [i, get(a, "_ext"), get(a, "_urlId")]) : null;
+      rows.push([get(line, "isWrapped"), get(line, "length"), cells, combined, ext]);
+    }
+  }
+  const tabs = get(buffer, "tabs");
+  return {
+    ybase: get(buffer, "ybase"),
+    ydisp: get(buffer, "ydisp"),
+    x: get(buffer, "x"),
+    y: get(buffer, "y"),
+    scrollTop: get(buffer, "scrollTop"),
+    scrollBottom: get(buffer, "scrollBottom"),
+    savedX: get(buffer, "savedX"),
+    savedY: get(buffer, "savedY"),
+    savedAttr: attrs(get(buffer, "savedCurAttrData")),
+    savedCharset: get(buffer, "savedCharset") ?? null,
+    tabs: tabs && typeof tabs === "object" ? Object.keys(tabs) : null,
+    rows,
+  };
+}
+
+/** The state of `term` (an @xterm/headless Terminal) that later bytes are drawn from. */
+export function emulatorState(term: unknown, title: string | null): string {
+  const core = get(term, "_core");
+  const cols = get(term, "cols") as number;
+  const input = get(core, "_inputHandler");
+  const parser = get(input, "_parser");
+  const buffers = get(core, "_bufferService", "buffers");
+  const active = get(core, "_bufferService", "buffer");
+  const state = {
+    cols,
+    rows: get(term, "rows"),
+    title,
+    alternate: active !== undefined && active === get(buffers, "alt"),
+    modes: get(term, "modes"),
+    decPrivateModes: get(core, "coreService", "decPrivateModes"),
+    coreModes: get(core, "coreService", "modes"),
+    cursorHidden: get(core, "coreService", "isCursorHidden"),
+    cursorStyle: get(term, "options", "cursorStyle"),
+    cursorBlink: get(term, "options", "cursorBlink"),
+    mouse: [get(core, "coreMouseService", "_activeProtocol"), get(core, "coreMouseService", "_activeEncoding")],
+    charset: [get(core, "_charsetService", "glevel"), get(core, "_charsetService", "_charsets"), get(core, "_charsetService", "charset") ?? null],
+    attr: attrs(get(input, "_curAttrData")),
+    eraseAttr: attrs(get(input, "_eraseAttrDataInternal")),
+    // Not the icon name (OSC 0 and 1): nothing reads it here (xterm reports it only with
+    // windowOptions, which are off, and a headless terminal tells no event for it).
+    titles: [get(input, "_windowTitle"), get(input, "_windowTitleStack")],
+    // A sequence or a UTF-8 character cut by the end of the output so far.
+    parser: [get(parser, "currentState"), get(parser, "precedingJoinState"), get(input, "_parseStack", "paused")],
+    osc: get(parser, "_oscParser", "_state"),
+    dcs: get(parser, "_dcsParser", "_ident"),
+    utf8: Array.from((get(input, "_utf8Decoder", "interim") as Uint8Array | undefined) ?? []),
+    utf16: get(input, "_stringDecoder", "_interim"),
+    normal: bufferState(get(buffers, "normal"), cols),
+    alt: bufferState(get(buffers, "alt"), cols),
+  };
+  return JSON.stringify(state);
+}
+
+/** The parser's join state (the properties of the last character printed; 0 after any sequence). */
+export function joinState(term: unknown): number {
+  const value = get(term, "_core", "_inputHandler", "_parser", "precedingJoinState");
+  return typeof value === "number" ? value : 0;
+}
+
+/** Sets it on a terminal made again from its checkpoint (which ends with a sequence, or nothing). */
+export function setJoinState(term: unknown, value: number): void {
+  const parser = get(term, "_core", "_inputHandler", "_parser");
+  if (parser && typeof parser === "object" && "precedingJoinState" in parser) (parser as Bag).precedingJoinState = value;
+}
