@@ -43,7 +43,7 @@ function bufferState(buffer: unknown, cols: number): unknown {
       rows.push([get(line, "isWrapped"), get(line, "length"), cells, combined, ext]);
     }
   }
-  const tabs = get(buffer, "tabs");
+  const tabs = tabStops(get(buffer, "tabs"), cols);
   return {
     ybase: get(buffer, "ybase"),
     ydisp: get(buffer, "ydisp"),
@@ -55,9 +55,26 @@ function bufferState(buffer: unknown, cols: number): unknown {
     savedY: get(buffer, "savedY"),
     savedAttr: attrs(get(buffer, "savedCurAttrData")),
     savedCharset: get(buffer, "savedCharset") ?? null,
-    tabs: tabs && typeof tabs === "object" ? Object.keys(tabs) : null,
+    tabs,
     rows,
   };
+}
+
+/**
+ * The tab stops that can matter: those on the screen, and whether the ones past its right edge
+ * (left by a narrowing) are what widening it again would set anyway. Widening sets a stop every
+ * 8 columns from the last stop on the screen (xterm's setupTabStops), so stops past the edge are
+ * no difference when that stop and they are all on multiples of 8 (a fresh terminal has none).
+ */
+function tabStops(tabs: unknown, cols: number): unknown {
+  if (!tabs || typeof tabs !== "object") return null;
+  const stops = Object.keys(tabs)
+    .filter((key) => (tabs as Bag)[key])
+    .map(Number);
+  const shown = stops.filter((x) => x < cols);
+  const past = stops.filter((x) => x >= cols);
+  const last = shown.length > 0 ? Math.max(...shown) : 0;
+  return [shown.sort((a, b) => a - b), last % 8 === 0 && past.every((x) => x % 8 === 0)];
 }
 
 /** The state of `term` (an @xterm/headless Terminal) that later bytes are drawn from. */
