@@ -18,6 +18,7 @@ import { unwatchIdle, watchIdle } from "./screen-idle.js";
 
 const { Terminal } = headless;
 type Terminal = InstanceType<typeof Terminal>;
+type Serializer = InstanceType<typeof serializeAddon.SerializeAddon>;
 type Marker = NonNullable<ReturnType<Terminal["registerMarker"]>>;
 
 /** Bytes written and not yet parsed beyond which the screen is behind, and below which it has caught up. */
@@ -83,7 +84,8 @@ interface TerminalCore {
 export class TerminalScreen {
   /** The emulator; null while dropped (idle), then `checkpoint` holds it. */
   private term: Terminal | null;
-  private serializer: InstanceType<typeof serializeAddon.SerializeAddon>;
+  /** The emulator's serializer (it holds the emulator: null with it). */
+  private serializer: Serializer | null;
   private checkpoint: Checkpoint | null = null;
   private readonly positions = new Set<ScreenPosition>();
   /** Counts every use of the emulator: a drop under way gives up if one came meanwhile. */
@@ -271,6 +273,7 @@ export class TerminalScreen {
     unwatchIdle(this);
     this.term?.dispose();
     this.term = null;
+    this.serializer = null;
     this.checkpoint = null;
     this.positions.clear();
   }
@@ -303,6 +306,7 @@ export class TerminalScreen {
     for (const position of this.positions) position.line = positions.includes(position) ? position.marker.line : -1;
     this.checkpoint = { text: snapshot.ansi, snapshot, bracketedPaste: term.modes.bracketedPasteMode, joinState: joinState(term) };
     this.term = null;
+    this.serializer = null;
     term.dispose();
     unwatchIdle(this);
     this.options.onIdle?.("dropped");
@@ -355,7 +359,7 @@ export class TerminalScreen {
     const y = buffer.cursorY;
     let ansi = this.title === null ? "" : `\x1b]2;${withoutControls(this.title)}\x07`;
     // The rows, the cursor's position and attributes, the alternate screen, the modes.
-    ansi += this.serializer.serialize({ scrollback: 0 });
+    ansi += (this.serializer as Serializer).serialize({ scrollback: 0 });
     // A scroll region (a status line kept out of scrolling): setting it homes the cursor.
     const top = core?.buffer?.scrollTop;
     const bottom = core?.buffer?.scrollBottom;
