@@ -19,6 +19,15 @@ const screens = new Set<IdleScreen>();
 let timer: NodeJS.Timeout | undefined;
 let period = 0;
 let sweeping = false;
+let afterDrops: (() => void) | undefined;
+
+/**
+ * Runs `hook` after each sweep that dropped an emulator: the agent thread collects its heap there
+ * (agent-worker.ts), else V8 keeps the dropped emulators' memory until its own next collection.
+ */
+export function onDropped(hook: (() => void) | undefined): void {
+  afterDrops = hook;
+}
 
 /** Watches a screen with an emulator (again, after it was made again). */
 export function watchIdle(screen: IdleScreen): void {
@@ -43,15 +52,17 @@ export function unwatchIdle(screen: IdleScreen): void {
 async function sweep(): Promise<void> {
   if (sweeping) return;
   sweeping = true;
+  let dropped = 0;
   try {
     for (const screen of [...screens]) {
       if (!screens.has(screen) || screen.idleFor(Date.now()) < screen.idleMs) continue;
       try {
-        await screen.drop();
+        if (await screen.drop()) dropped++;
       } catch (error) {
         log.warn("agent.screen", { outcome: "drop_failed", error });
       }
     }
+    if (dropped > 0) afterDrops?.();
   } finally {
     sweeping = false;
   }
