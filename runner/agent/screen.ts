@@ -49,19 +49,39 @@ export interface ScreenOptions {
  */
 export class ScreenPosition {
   /** The row while the emulator is dropped (-1: it had left the screen). */
-  line = -1;
-  disposed = false;
+  private line = -1;
+  private disposed = false;
 
   constructor(
-    public marker: Marker,
+    private marker: Marker | null,
     readonly x: number,
     private readonly owner: Set<ScreenPosition>,
   ) {}
 
+  /** Its row in the buffer; -1 once it has left the screen, or is disposed. */
+  get row(): number {
+    if (this.disposed) return -1;
+    if (this.marker) return this.marker.isDisposed ? -1 : this.marker.line;
+    return this.line;
+  }
+
+  /** The emulator is dropped: the row is kept, not the marker (it holds the old emulator's buffer). */
+  detach(): void {
+    this.line = this.row;
+    this.marker = null;
+  }
+
+  /** On the emulator made again: a new marker at its row. */
+  attach(marker: Marker | undefined): void {
+    this.marker = marker ?? null;
+    this.line = -1;
+  }
+
   /** No longer needed: its marker goes, and a restored emulator gets none for it. */
   dispose(): void {
     this.disposed = true;
-    this.marker.dispose();
+    this.marker?.dispose();
+    this.marker = null;
     this.owner.delete(this);
   }
 }
@@ -227,17 +247,17 @@ export class TerminalScreen {
    * one line, trailing spaces removed. Null when that row has left the screen.
    */
   textSince(from: ScreenPosition): string | null {
-    const { marker } = from;
     const term = this.live();
     const buffer = term.buffer.active;
-    if (from.disposed || marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const row = from.row;
+    if (row < 0 || buffer.type !== "normal") return null;
     const last = buffer.baseY + buffer.cursorY;
-    if (last < marker.line) return null;
+    if (last < row) return null;
     let text = "";
-    for (let y = marker.line; y <= last; y++) {
+    for (let y = row; y <= last; y++) {
       const line = buffer.getLine(y);
       if (!line) break;
-      const start = y === marker.line ? from.x : 0;
+      const start = y === row ? from.x : 0;
       const end = y === last ? Math.max(start, buffer.cursorX) : term.cols;
       const next = y < last ? buffer.getLine(y + 1) : undefined;
       // A row that continues on the next one keeps its trailing spaces: they are part of the line.
@@ -255,15 +275,15 @@ export class TerminalScreen {
    * gone or the alternate screen shows.
    */
   lineBlankSince(from: ScreenPosition): boolean | null {
-    const { marker } = from;
     const buffer = this.live().buffer.active;
-    if (from.disposed || marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const row = from.row;
+    if (row < 0 || buffer.type !== "normal") return null;
     const cursorRow = buffer.baseY + buffer.cursorY;
-    for (let y = marker.line; ; y++) {
+    for (let y = row; ; y++) {
       const line = buffer.getLine(y);
       // The line's rows: up to the cursor's, and on while the next row continues it.
       if (!line || (y > cursorRow && !line.isWrapped)) return true;
-      if (line.translateToString(true, y === marker.line ? from.x : 0).trim() !== "") return false;
+      if (line.translateToString(true, y === row ? from.x : 0).trim() !== "") return false;
     }
   }
 
@@ -286,9 +306,9 @@ export class TerminalScreen {
   async drop(): Promise<boolean> {
     const term = this.term;
     if (!term || this.disposed || this.dropping || !this.settled) return false;
-    const positions = [...this.positions].filter((p) => !p.marker.isDisposed && p.marker.line >= 0);
     // Markers live on the normal buffer; with the alternate one showing they could not be made again.
-    if (positions.length > 0 && term.buffer.active.type !== "normal") return false;
+    const positions = [...this.positions].some((p) => p.row >= 0);
+    if (positions && term.buffer.active.type !== "normal") return false;
     const snapshot = this.capture(this.fed);
     const uses = this.uses; // after capture, itself a use
     let probeTitle: string | null = null;
@@ -303,7 +323,7 @@ export class TerminalScreen {
       this.dropping = false;
       probe.term.dispose();
     }
-    for (const position of this.positions) position.line = positions.includes(position) ? position.marker.line : -1;
+    for (const position of this.positions) position.detach();
     this.checkpoint = { text: snapshot.ansi, snapshot, bracketedPaste: term.modes.bracketedPasteMode, joinState: joinState(term) };
     this.term = null;
     this.serializer = null;
@@ -332,9 +352,8 @@ export class TerminalScreen {
       setJoinState(term, checkpoint.joinState);
       const buffer = term.buffer.active;
       for (const position of this.positions) {
-        if (position.line < 0) continue;
-        const marker = term.registerMarker(position.line - (buffer.baseY + buffer.cursorY));
-        if (marker) position.marker = marker;
+        const row = position.row;
+        if (row >= 0) position.attach(term.registerMarker(row - (buffer.baseY + buffer.cursorY)));
       }
     });
     if (this.idleMs > 0) watchIdle(this);
