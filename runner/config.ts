@@ -40,7 +40,7 @@ const Env = z.object({
    * A terminal's screen unused this long (no output, no call) drops its emulator, kept as a
    * checkpoint and made again when next needed; 0: never (docs/architecture.md, "Idle screens").
    */
-  RUNNER_SCREEN_IDLE_MS: z.coerce.number().int().min(0).max(86_400_000).default(10_000),
+  RUNNER_SCREEN_IDLE_MS: z.coerce.number().int().min(0).max(86_400_000).default(3_000),
   /**
    * How long a flood's output may wait to be coalesced into one frame (output after a quiet
    * moment goes at once). 16 ms and 256 KiB cut the stack's CPU per MB by about a third
