@@ -5,6 +5,8 @@
 // does not carry (a pending wrap, a charset, a saved cursor, a tab stop, a link, a sequence cut in
 // the middle, ...) shows here as a difference, and the emulator is kept.
 //
+// Also `ScreenPosition`, a position on the screen that outlives a dropped emulator.
+//
 // It reads xterm's internals (no public API has them); a name that is not there reads as
 // `undefined` on both sides, so this file must list what the pinned version has (screen.test.ts
 // checks that each case it names is told apart).
@@ -14,6 +16,14 @@
 // `setJoinState` puts it on the emulator made again.
 
 type Bag = Record<string, unknown>;
+
+/** An xterm marker (screen.ts makes them): a row that moves as the screen scrolls. */
+interface Marker {
+  readonly line: number;
+  readonly isDisposed: boolean;
+  dispose(): void;
+}
+
 
 const get = (from: unknown, ...path: string[]): unknown => {
   let at = from;
@@ -125,4 +135,48 @@ export function joinState(term: unknown): number {
 export function setJoinState(term: unknown, value: number): void {
   const parser = get(term, "_core", "_inputHandler", "_parser");
   if (parser && typeof parser === "object" && "precedingJoinState" in parser) (parser as Bag).precedingJoinState = value;
+}
+
+/**
+ * Where the cursor was at a point of the stream (the start of a shell's command line): an xterm
+ * marker, which moves with its row as the screen scrolls. An emulator dropped while idle takes
+ * its rows with it; the position keeps the row and gets a new marker on the emulator restored.
+ */
+export class ScreenPosition {
+  /** The row while the emulator is dropped (-1: it had left the screen). */
+  private line = -1;
+  private disposed = false;
+
+  constructor(
+    private marker: Marker | null,
+    readonly x: number,
+    private readonly owner: Set<ScreenPosition>,
+  ) {}
+
+  /** Its row in the buffer; -1 once it has left the screen, or is disposed. */
+  get row(): number {
+    if (this.disposed) return -1;
+    if (this.marker) return this.marker.isDisposed ? -1 : this.marker.line;
+    return this.line;
+  }
+
+  /** The emulator is dropped: the row is kept, not the marker (it holds the old emulator's buffer). */
+  detach(): void {
+    this.line = this.row;
+    this.marker = null;
+  }
+
+  /** On the emulator made again: a new marker at its row. */
+  attach(marker: Marker | undefined): void {
+    this.marker = marker ?? null;
+    this.line = -1;
+  }
+
+  /** No longer needed: its marker goes, and a restored emulator gets none for it. */
+  dispose(): void {
+    this.disposed = true;
+    this.marker?.dispose();
+    this.marker = null;
+    this.owner.delete(this);
+  }
 }

@@ -13,13 +13,14 @@ import serializeAddon from "@xterm/addon-serialize";
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import type { OutputLog } from "../log/output-log.js";
 import { withLogSlot } from "../log/log-reads.js";
-import { emulatorState, joinState, setJoinState } from "./screen-state.js";
+import { ScreenPosition, emulatorState, joinState, setJoinState } from "./screen-state.js";
+
+export { ScreenPosition };
 import { unwatchIdle, watchIdle } from "./screen-idle.js";
 
 const { Terminal } = headless;
 type Terminal = InstanceType<typeof Terminal>;
 type Serializer = InstanceType<typeof serializeAddon.SerializeAddon>;
-type Marker = NonNullable<ReturnType<Terminal["registerMarker"]>>;
 
 /** Bytes written and not yet parsed beyond which the screen is behind, and below which it has caught up. */
 export const BEHIND_BYTES = 4 << 20;
@@ -40,50 +41,6 @@ export interface ScreenOptions {
   idleMs?: number;
   /** The emulator was dropped (idle) or made again from its checkpoint. */
   onIdle?: (outcome: "dropped" | "restored") => void;
-}
-
-/**
- * Where the cursor was at a point of the stream (the start of a shell's command line): an xterm
- * marker, which moves with its row as the screen scrolls. An emulator dropped while idle takes
- * its rows with it; the position keeps the row and gets a new marker on the emulator restored.
- */
-export class ScreenPosition {
-  /** The row while the emulator is dropped (-1: it had left the screen). */
-  private line = -1;
-  private disposed = false;
-
-  constructor(
-    private marker: Marker | null,
-    readonly x: number,
-    private readonly owner: Set<ScreenPosition>,
-  ) {}
-
-  /** Its row in the buffer; -1 once it has left the screen, or is disposed. */
-  get row(): number {
-    if (this.disposed) return -1;
-    if (this.marker) return this.marker.isDisposed ? -1 : this.marker.line;
-    return this.line;
-  }
-
-  /** The emulator is dropped: the row is kept, not the marker (it holds the old emulator's buffer). */
-  detach(): void {
-    this.line = this.row;
-    this.marker = null;
-  }
-
-  /** On the emulator made again: a new marker at its row. */
-  attach(marker: Marker | undefined): void {
-    this.marker = marker ?? null;
-    this.line = -1;
-  }
-
-  /** No longer needed: its marker goes, and a restored emulator gets none for it. */
-  dispose(): void {
-    this.disposed = true;
-    this.marker?.dispose();
-    this.marker = null;
-    this.owner.delete(this);
-  }
 }
 
 /** A dropped emulator: what a fresh one is fed to be it again, and the screen it showed. */
