@@ -43,6 +43,10 @@ export interface ScreenMemory {
   screenBytes: number;
   /** The same per AgentHost (the screen and the shell tracker a hosted session holds). */
   hostBytes: number;
+  /** The same per AgentHost once its idle screen has dropped its emulator (RUNNER_SCREEN_IDLE_MS). */
+  droppedHostBytes: number;
+  /** How many of the hosts' screens dropped it (the others kept theirs: their state does not round-trip). */
+  dropped: number;
 }
 
 /**
@@ -77,7 +81,18 @@ export async function screenMemory(count: number): Promise<ScreenMemory> {
   const hostBytes = (used() - before) / count;
   for (const host of hosts) host.dispose();
   hosts = [];
-  return { count, screenBytes, hostBytes };
+
+  // The same hosts once idle: each screen drops its emulator (one at a time, as the sweep does).
+  before = used();
+  hosts = Array.from({ length: count }, (_, i) => new AgentHost(`bench/${i}`, port, { cols: 80, rows: 24, shellIntegration: true }));
+  for (const host of hosts) host.output(0, prompt);
+  await Promise.all(hosts.map((host) => host.screen.parsed()));
+  let dropped = 0;
+  for (const host of hosts) if (await host.screen.drop()) dropped++;
+  const droppedHostBytes = (used() - before) / count;
+  for (const host of hosts) host.dispose();
+  hosts = [];
+  return { count, screenBytes, hostBytes, droppedHostBytes, dropped };
 }
 
 // ---- A framed client that knows offsets, screens and skips ----

@@ -37,6 +37,11 @@ const Env = z.object({
    */
   RUNNER_AGENT_THREAD: z.enum(["0", "1"]).default("1"),
   /**
+   * A terminal's screen unused this long (no output, no call) drops its emulator, kept as a
+   * checkpoint and made again when next needed; 0: never (docs/architecture.md, "Idle screens").
+   */
+  RUNNER_SCREEN_IDLE_MS: z.coerce.number().int().min(0).max(86_400_000).default(3_000),
+  /**
    * How long a flood's output may wait to be coalesced into one frame (output after a quiet
    * moment goes at once). 16 ms and 256 KiB cut the stack's CPU per MB by about a third
    * against 4 ms and 64 KiB (docs/benchmarks.md).
@@ -139,6 +144,8 @@ export interface RunnerConfig {
   coalesceBytes: number;
   /** RUNNER_AGENT_THREAD */
   agentThread: boolean;
+  /** RUNNER_SCREEN_IDLE_MS (0: never) */
+  screenIdleMs: number;
   logLevel: string;
   redisUrl: string | undefined;
   /** null = any tenant */
@@ -187,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
     coalesceMs: e.COALESCE_MS,
     coalesceBytes: e.COALESCE_BYTES,
     agentThread: e.RUNNER_AGENT_THREAD === "1",
+    screenIdleMs: e.RUNNER_SCREEN_IDLE_MS,
     logLevel: e.LOG_LEVEL,
     redisUrl: e.REDIS_URL,
     tenants: e.RUNNER_TENANTS?.trim()

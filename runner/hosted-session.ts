@@ -211,7 +211,7 @@ export class HostedSession {
         screenBehind: (behind: boolean) => (behind ? this.pauses.pause("screen") : this.pauses.resume("screen")),
         failed: (error: string) => this.agentLost(error),
       };
-      const agentOptions = { cols: spec.cols, rows: spec.rows, shellIntegration };
+      const agentOptions = { cols: spec.cols, rows: spec.rows, shellIntegration, screenIdleMs: this.config.screenIdleMs };
       // In the agent thread (the default), or on this thread (RUNNER_AGENT_THREAD=0).
       this.agent = this.config.agentThread ? new AgentThreadHost(this.key, port, agentOptions) : new AgentHost(this.key, port, agentOptions);
     }

@@ -42,13 +42,22 @@ export async function scaleRows(config: BenchConfig, scaleOptions: BenchStackOpt
     });
     // The emulator's own part, in this process (the runner's heap cannot be read from here).
     const screens = await screenMemory(config.sessions);
-    progress(`5 in process: ${(screens.screenBytes / 1024).toFixed(0)} KiB per TerminalScreen, ${(screens.hostBytes / 1024).toFixed(0)} KiB per AgentHost`);
+    progress(`5 in process: ${(screens.screenBytes / 1024).toFixed(0)} KiB per TerminalScreen, ${(screens.hostBytes / 1024).toFixed(0)} KiB per AgentHost, ${(screens.droppedHostBytes / 1024).toFixed(0)} KiB once idle (${screens.dropped}/${screens.count} emulators dropped)`);
     rows.push({
       n: 5,
       what: `of which the agent layer: JS heap + buffers per idle session's screen and shell tracker (AgentHost, 80×24), ${screens.count} in this process (TerminalScreen alone ${(screens.screenBytes / 1024).toFixed(0)} KiB)`,
       ours: `${(screens.hostBytes / 1024).toFixed(0)} KiB`,
       baseline: `${r.runnerKiBPerSession.toFixed(0)} KiB (runner RSS per session, above)`,
       ratio: `${((100 * screens.hostBytes) / 1024 / r.runnerKiBPerSession).toFixed(0)}%`,
+      target: "reported",
+      met: undefined,
+    });
+    rows.push({
+      n: 5,
+      what: `of which the agent layer once idle (RUNNER_SCREEN_IDLE_MS): the same AgentHosts after their screens dropped the emulator (${screens.dropped}/${screens.count} dropped)`,
+      ours: `${(screens.droppedHostBytes / 1024).toFixed(0)} KiB`,
+      baseline: `${(screens.hostBytes / 1024).toFixed(0)} KiB (emulator kept, above)`,
+      ratio: `${((100 * screens.droppedHostBytes) / screens.hostBytes).toFixed(0)}%`,
       target: "reported",
       met: undefined,
     });

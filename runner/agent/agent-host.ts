@@ -17,6 +17,14 @@ export interface AgentHostPort {
   failed(error: string): void;
 }
 
+export interface AgentOptions {
+  cols: number;
+  rows: number;
+  shellIntegration: boolean;
+  /** RUNNER_SCREEN_IDLE_MS: the screen's emulator is dropped after this long unused (0 or absent: never). */
+  screenIdleMs?: number;
+}
+
 /** What a hosted session asks of its agent layer, here or in the agent thread (agent-thread.ts). */
 export interface AgentLayer {
   output(offset: number, bytes: Uint8Array): void;
@@ -34,7 +42,7 @@ export class AgentHost implements AgentLayer {
   constructor(
     private readonly key: string,
     private readonly port: AgentHostPort,
-    options: { cols: number; rows: number; shellIntegration: boolean },
+    options: AgentOptions,
   ) {
     this.screen = new TerminalScreen({
       cols: options.cols,
@@ -44,6 +52,9 @@ export class AgentHost implements AgentLayer {
         log.error("agent.screen", { key, outcome: "emulator_threw", error });
         port.failed(`the screen's emulator failed: ${error instanceof Error ? error.message : String(error)}`);
       },
+      // An idle screen's emulator is dropped and made again when needed (docs/architecture.md, "Idle screens").
+      idleMs: options.screenIdleMs ?? 0,
+      onIdle: (outcome) => log.debug("agent.screen", { key, outcome }),
     });
     this.tracker = new ShellTracker(
       {

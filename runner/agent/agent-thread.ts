@@ -10,11 +10,11 @@
 import { Worker } from "node:worker_threads";
 import { log } from "../../shared/log.js";
 import type { EdgeLinkMessage } from "../../shared/protocol.js";
-import type { AgentHostPort, AgentLayer } from "./agent-host.js";
+import type { AgentHostPort, AgentLayer, AgentOptions } from "./agent-host.js";
 
 /** Main thread → worker, one session's step each. */
 export type ToAgentWorker =
-  | { op: "open"; key: string; cols: number; rows: number; shellIntegration: boolean }
+  | ({ op: "open"; key: string } & AgentOptions)
   | { op: "output"; key: string; offset: number; bytes: Uint8Array }
   | { op: "resize"; key: string; cols: number; rows: number }
   | { op: "call"; key: string; message: EdgeLinkMessage }
@@ -110,7 +110,7 @@ export class AgentThreadHost implements AgentLayer {
   constructor(
     private readonly key: string,
     port: AgentHostPort,
-    options: { cols: number; rows: number; shellIntegration: boolean },
+    options: AgentOptions,
   ) {
     shared.attach(key, port);
     shared.post({ op: "open", key, ...options });

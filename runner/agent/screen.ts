@@ -16,10 +16,14 @@ import type { ScreenSnapshot } from "../../shared/agent.js";
 import type { OutputLog } from "../log/output-log.js";
 import { withLogSlot } from "../log/log-reads.js";
 import { scrolledOffPrefix } from "./scrolled-off.js";
+import { ScreenPosition, emulatorState, joinState, setJoinState } from "./screen-state.js";
+import { unwatchIdle, watchIdle } from "./screen-idle.js";
+
+export { ScreenPosition };
 
 const { Terminal } = headless;
 type Terminal = InstanceType<typeof Terminal>;
-type Marker = NonNullable<ReturnType<Terminal["registerMarker"]>>;
+type Serializer = InstanceType<typeof serializeAddon.SerializeAddon>;
 
 /** Bytes written and not yet parsed beyond which the screen is behind, and below which it has caught up. */
 export const BEHIND_BYTES = 4 << 20;
@@ -51,12 +55,19 @@ export interface ScreenOptions {
   onFailed?: (error: unknown) => void;
   /** Skip plain text that scrolls away unseen (scrolled-off.ts); default true. False parses every byte. */
   skipScrolledOff?: boolean;
+  /** Drop the emulator after this long unused, when its state round-trips (0 or absent: never). */
+  idleMs?: number;
+  /** The emulator was dropped (idle) or made again from its checkpoint. */
+  onIdle?: (outcome: "dropped" | "restored") => void;
 }
 
-/** Where the cursor was at a point of the stream (the start of a shell's command line). */
-export interface ScreenPosition {
-  marker: Marker;
-  x: number;
+/** A dropped emulator: what a fresh one is fed to be it again, and the screen it showed. */
+interface Checkpoint {
+  text: string;
+  snapshot: ScreenSnapshot;
+  bracketedPaste: boolean;
+  /** screen-state.ts: what the text cannot carry. */
+  joinState: number;
 }
 
 /**
@@ -78,8 +89,16 @@ interface TerminalCore {
 type Step = () => void;
 
 export class TerminalScreen {
-  private readonly term: Terminal;
-  private readonly serializer: InstanceType<typeof serializeAddon.SerializeAddon>;
+  /** The emulator; null while dropped (idle), then `checkpoint` holds it. */
+  private term: Terminal | null;
+  /** The emulator's serializer (it holds the emulator: null with it). */
+  private serializer: Serializer | null;
+  private checkpoint: Checkpoint | null = null;
+  private readonly positions = new Set<ScreenPosition>();
+  /** Counts every use of the emulator: a drop under way gives up if one came meanwhile. */
+  private uses = 0;
+  private usedAt = Date.now();
+  private dropping = false;
   private fed: number;
   private pending = 0;
   /** afterParsed callbacks not run yet. */
@@ -96,14 +115,24 @@ export class TerminalScreen {
 
   constructor(private readonly options: ScreenOptions) {
     this.fed = options.offset ?? 0;
-    // Almost no scrollback: the screen is what is on it (and a screen's memory stays small).
-    this.term = new Terminal({ cols: options.cols, rows: options.rows, scrollback: SCROLLBACK, allowProposedApi: true, logLevel: "off" });
-    this.serializer = new serializeAddon.SerializeAddon();
-    // The addon's typings name @xterm/xterm's Terminal; the headless one has what it uses.
-    this.term.loadAddon(this.serializer as unknown as Parameters<Terminal["loadAddon"]>[0]);
-    this.term.onTitleChange((title) => {
-      this.title = title;
-    });
+    const made = newTerminal(options.cols, options.rows, (title) => (this.title = title));
+    this.term = made.term;
+    this.serializer = made.serializer;
+    if (this.idleMs > 0) watchIdle(this);
+  }
+
+  get idleMs(): number {
+    return this.options.idleMs ?? 0;
+  }
+
+  /** Milliseconds since the emulator was last used (0 while it is dropped: nothing to drop). */
+  idleFor(now: number): number {
+    return this.term ? now - this.usedAt : 0;
+  }
+
+  /** The emulator is dropped (idle). */
+  get dropped(): boolean {
+    return this.term === null;
   }
 
   /** Raw offset up to which bytes have been written (parsed or not). */
@@ -127,7 +156,7 @@ export class TerminalScreen {
 
   /** The program asked for bracketed paste (as parsed so far). */
   get bracketedPaste(): boolean {
-    return this.term.modes.bracketedPasteMode;
+    return this.checkpoint ? this.checkpoint.bracketedPaste : this.live().modes.bracketedPasteMode;
   }
 
   /** The next output bytes; `offset` past the end of what was written skips a gap (nothing is drawn for it). */
@@ -143,13 +172,14 @@ export class TerminalScreen {
     const size = bytes.byteLength;
     this.pending += size;
     if (!this.isBehind && this.pending > BEHIND_BYTES) this.setBehind(true);
+    this.touch();
     this.queue.push(bytes);
     this.kick();
   }
 
   /** Resizes the screen after the bytes written so far, before later ones. */
   resize(cols: number, rows: number): void {
-    this.afterParsed(() => this.term.resize(cols, rows));
+    this.afterParsed(() => this.live().resize(cols, rows));
   }
 
   /**
@@ -159,6 +189,7 @@ export class TerminalScreen {
    */
   afterParsed(callback: () => void): void {
     if (this.disposed) return;
+    this.touch();
     this.waiting++;
     this.step(() => {
       this.waiting--;
@@ -166,9 +197,12 @@ export class TerminalScreen {
     });
   }
 
-  /** Nothing written is left to parse and no afterParsed callback waits: the screen is as it is at `offset` now. */
+  /**
+   * Nothing written is left to parse and no afterParsed callback waits: the screen is as it is
+   * at `offset` now. Not while the emulator is dropped: it is made again before it is read.
+   */
   get settled(): boolean {
-    return this.pending === 0 && this.waiting === 0;
+    return this.term !== null && this.pending === 0 && this.waiting === 0;
   }
 
   /** Resolves once every byte written so far is parsed (or the screen is disposed). */
@@ -184,6 +218,8 @@ export class TerminalScreen {
     const offset = this.fed;
     return new Promise((resolve, reject) => {
       if (this.disposed) return reject(new Error("the screen is gone"));
+      // Dropped, with nothing written since: the screen it showed is the screen now.
+      if (this.checkpoint && this.queue.length === 0) return resolve({ ...this.checkpoint.snapshot, offset });
       // Taken inside the step: once it returns, later bytes may be parsed.
       this.step(() => {
         if (this.disposed) reject(new Error("the screen is gone"));
@@ -194,8 +230,12 @@ export class TerminalScreen {
 
   /** The cursor's position now (call from afterParsed); null on the alternate screen (no markers there). */
   cursorPosition(): ScreenPosition | null {
-    const marker = this.term.registerMarker(0);
-    return marker ? { marker, x: this.term.buffer.active.cursorX } : null;
+    const term = this.live();
+    const marker = term.registerMarker(0);
+    if (!marker) return null;
+    const position = new ScreenPosition(marker, term.buffer.active.cursorX, this.positions);
+    this.positions.add(position);
+    return position;
   }
 
   /**
@@ -203,17 +243,18 @@ export class TerminalScreen {
    * one line, trailing spaces removed. Null when that row has left the screen.
    */
   textSince(from: ScreenPosition): string | null {
-    const { marker } = from;
-    const buffer = this.term.buffer.active;
-    if (marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const term = this.live();
+    const buffer = term.buffer.active;
+    const row = from.row;
+    if (row < 0 || buffer.type !== "normal") return null;
     const last = buffer.baseY + buffer.cursorY;
-    if (last < marker.line) return null;
+    if (last < row) return null;
     let text = "";
-    for (let y = marker.line; y <= last; y++) {
+    for (let y = row; y <= last; y++) {
       const line = buffer.getLine(y);
       if (!line) break;
-      const start = y === marker.line ? from.x : 0;
-      const end = y === last ? Math.max(start, buffer.cursorX) : this.term.cols;
+      const start = y === row ? from.x : 0;
+      const end = y === last ? Math.max(start, buffer.cursorX) : term.cols;
       const next = y < last ? buffer.getLine(y + 1) : undefined;
       // A row that continues on the next one keeps its trailing spaces: they are part of the line.
       if (next?.isWrapped) text += line.translateToString(false, start, end);
@@ -230,22 +271,27 @@ export class TerminalScreen {
    * gone or the alternate screen shows.
    */
   lineBlankSince(from: ScreenPosition): boolean | null {
-    const { marker } = from;
-    const buffer = this.term.buffer.active;
-    if (marker.isDisposed || marker.line < 0 || buffer.type !== "normal") return null;
+    const buffer = this.live().buffer.active;
+    const row = from.row;
+    if (row < 0 || buffer.type !== "normal") return null;
     const cursorRow = buffer.baseY + buffer.cursorY;
-    for (let y = marker.line; ; y++) {
+    for (let y = row; ; y++) {
       const line = buffer.getLine(y);
       // The line's rows: up to the cursor's, and on while the next row continues it.
       if (!line || (y > cursorRow && !line.isWrapped)) return true;
-      if (line.translateToString(true, y === marker.line ? from.x : 0).trim() !== "") return false;
+      if (line.translateToString(true, y === row ? from.x : 0).trim() !== "") return false;
     }
   }
 
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.term.dispose();
+    unwatchIdle(this);
+    this.term?.dispose();
+    this.term = null;
+    this.serializer = null;
+    this.checkpoint = null;
+    this.positions.clear();
     // The steps still queued run now, each seeing the screen disposed (a snapshot rejects).
     const queue = this.queue;
     this.queue = [];
@@ -302,14 +348,16 @@ export class TerminalScreen {
 
   /** Parses a batch, skipping what scrolls away unseen; false if the emulator threw (the screen is then disposed). */
   private parse(batch: Uint8Array): boolean {
-    const core = (this.term as unknown as { _core: TerminalCore })._core;
     try {
-      const skip = this.skippable(batch);
+      const term = this.live();
+      const core = (term as unknown as { _core: TerminalCore })._core;
+      if (!core.writeSync) throw new Error("@xterm/headless has no writeSync (docs/architecture.md, \"Text that scrolls away unseen\")");
+      const skip = this.skippable(term, batch);
       if (skip > 0) {
         this.skippedBytes += skip;
-        core.writeSync?.(CR);
+        core.writeSync(CR);
       }
-      core.writeSync?.(skip > 0 ? batch.subarray(skip) : batch);
+      core.writeSync(skip > 0 ? batch.subarray(skip) : batch);
       return true;
     } catch (error) {
       this.dispose();
@@ -319,15 +367,86 @@ export class TerminalScreen {
   }
 
   /** How much of `batch` may be skipped as plain text that scrolls away unseen (scrolled-off.ts); everything before it is parsed. */
-  private skippable(batch: Uint8Array): number {
-    if (this.options.skipScrolledOff === false || batch.byteLength < 4 * this.term.cols * this.term.rows) return 0;
-    const core = (this.term as unknown as { _core?: TerminalCore })._core;
+  private skippable(term: Terminal, batch: Uint8Array): number {
+    if (this.options.skipScrolledOff === false || batch.byteLength < 4 * term.cols * term.rows) return 0;
+    const core = (term as unknown as { _core?: TerminalCore })._core;
     const parser = core?._inputHandler?._parser;
     const interim = core?._inputHandler?._utf8Decoder?.interim;
     const buffer = core?.buffer;
     const between = parser?.currentState === 0 && parser._parseStack?.state === 0 && interim?.[0] === 0;
-    const wholeScreen = buffer?.scrollTop === 0 && buffer.scrollBottom === this.term.rows - 1;
-    return between && wholeScreen ? scrolledOffPrefix(batch, this.term.rows, SCROLLBACK) : 0;
+    const wholeScreen = buffer?.scrollTop === 0 && buffer.scrollBottom === term.rows - 1;
+    return between && wholeScreen ? scrolledOffPrefix(batch, term.rows, SCROLLBACK) : 0;
+  }
+
+  /**
+   * Drops the emulator if it is idle and settled and a fresh one fed its checkpoint (the screen
+   * serialized, as a snapshot's `ansi`) has exactly its state on the screen (screen-state.ts);
+   * otherwise keeps it. Resolves whether it was dropped. Any use meanwhile (output, a call)
+   * cancels the drop.
+   */
+  async drop(): Promise<boolean> {
+    const term = this.term;
+    if (!term || this.disposed || this.dropping || !this.settled || this.queue.length > 0 || this.scheduled) return false;
+    const buffer = term.buffer.active;
+    // Markers live on the normal buffer; with the alternate one showing they could not be made
+    // again. One on the line kept above the screen could not either (the checkpoint is the screen).
+    const positions = [...this.positions].filter((p) => p.row >= 0);
+    if (positions.length > 0 && (buffer.type !== "normal" || positions.some((p) => p.row < buffer.baseY))) return false;
+    const snapshot = this.capture(this.fed);
+    // The checkpoint carries the line kept above the screen too: a taller resize shows it again.
+    const text = this.capture(this.fed, SCROLLBACK).ansi;
+    const uses = this.uses; // after capture, itself a use
+    let probeTitle: string | null = null;
+    const probe = newTerminal(term.cols, term.rows, (title) => (probeTitle = title));
+    this.dropping = true;
+    try {
+      await new Promise<void>((resolve) => probe.term.write(text, resolve));
+      setJoinState(probe.term, joinState(term));
+      if (this.uses !== uses || this.disposed || this.term !== term) return false;
+      if (emulatorState(probe.term, probeTitle) !== emulatorState(term, this.title)) return false;
+    } finally {
+      this.dropping = false;
+      probe.term.dispose();
+    }
+    // Rows from the screen's top (the line above it, in the checkpoint too, holds none).
+    for (const position of this.positions) position.detach(buffer.baseY);
+    this.checkpoint = { text, snapshot, bracketedPaste: term.modes.bracketedPasteMode, joinState: joinState(term) };
+    this.term = null;
+    this.serializer = null;
+    term.dispose();
+    unwatchIdle(this);
+    this.options.onIdle?.("dropped");
+    return true;
+  }
+
+  /** A use of the emulator: the idle time starts again, and a drop under way gives up. */
+  private touch(): void {
+    this.uses++;
+    this.usedAt = Date.now();
+  }
+
+  /** The emulator, made again from its checkpoint if it was dropped; a use. */
+  private live(): Terminal {
+    this.touch();
+    if (this.term) return this.term;
+    const checkpoint = this.checkpoint as Checkpoint;
+    this.checkpoint = null;
+    const made = newTerminal(checkpoint.snapshot.cols, checkpoint.snapshot.rows, (title) => (this.title = title));
+    const term = made.term;
+    this.term = term;
+    this.serializer = made.serializer;
+    // Parsed at once (a few KiB), before anything written after it; each position gets a marker
+    // at its row on the screen.
+    (term as unknown as { _core: TerminalCore })._core.writeSync?.(new TextEncoder().encode(checkpoint.text));
+    setJoinState(term, checkpoint.joinState);
+    const buffer = term.buffer.active;
+    for (const position of this.positions) {
+      const row = position.row; // from the screen's top
+      if (row >= 0) position.attach(term.registerMarker(row - buffer.cursorY));
+    }
+    if (this.idleMs > 0) watchIdle(this);
+    this.options.onIdle?.("restored");
+    return term;
   }
 
   private setBehind(behind: boolean): void {
@@ -335,8 +454,9 @@ export class TerminalScreen {
     this.options.onBehind?.(behind);
   }
 
-  private capture(offset: number): ScreenSnapshot {
-    const term = this.term;
+  /** The screen now; `ansi` draws it (with `scrollback` lines above it, for a checkpoint). */
+  private capture(offset: number, scrollback = 0): ScreenSnapshot {
+    const term = this.live();
     const buffer = term.buffer.active;
     const lines: string[] = [];
     // xterm trims the cells never written; spaces written (a prompt's last one) go too.
@@ -347,7 +467,7 @@ export class TerminalScreen {
     const y = buffer.cursorY;
     let ansi = this.title === null ? "" : `\x1b]2;${withoutControls(this.title)}\x07`;
     // The rows, the cursor's position and attributes, the alternate screen, the modes.
-    ansi += this.serializer.serialize({ scrollback: 0 });
+    ansi += (this.serializer as Serializer).serialize({ scrollback });
     // A scroll region (a status line kept out of scrolling): setting it homes the cursor.
     const top = core?.buffer?.scrollTop;
     const bottom = core?.buffer?.scrollBottom;
@@ -367,6 +487,17 @@ export class TerminalScreen {
       ansi,
     };
   }
+}
+
+/** A headless terminal of cols × rows with the serializer loaded, telling its title changes. */
+function newTerminal(cols: number, rows: number, onTitle: (title: string) => void): { term: Terminal; serializer: Serializer } {
+  // Almost no scrollback: the screen is what is on it (and a screen's memory stays small).
+  const term = new Terminal({ cols, rows, scrollback: SCROLLBACK, allowProposedApi: true, logLevel: "off" });
+  const serializer = new serializeAddon.SerializeAddon();
+  // The addon's typings name @xterm/xterm's Terminal; the headless one has what it uses.
+  term.loadAddon(serializer as unknown as Parameters<Terminal["loadAddon"]>[0]);
+  term.onTitleChange(onTitle);
+  return { term, serializer };
 }
 
 /** `text` without C0/C1 controls (a title set again inside an OSC must not end it early). */

@@ -248,7 +248,7 @@ export class ShellTracker {
     this.prompt = prompt;
     this.port.screen.afterParsed(() => {
       const position = this.port.screen.cursorPosition();
-      if (prompt.superseded) position?.marker.dispose();
+      if (prompt.superseded) position?.dispose();
       else prompt.position = position;
     });
     // A run asked for while the prompt was due.
@@ -271,7 +271,7 @@ export class ShellTracker {
     }
     if (command.text !== null) {
       if (prompt) prompt.superseded = true;
-      prompt?.position?.marker.dispose();
+      prompt?.position?.dispose();
       return;
     }
     // Typed by hand: the command line as the screen shows it at C (edits applied, wrapped rows
@@ -280,7 +280,7 @@ export class ShellTracker {
     this.port.screen.afterParsed(() => {
       const shown = prompt?.position ? this.port.screen.textSince(prompt.position) : null;
       if (prompt) prompt.superseded = true;
-      prompt?.position?.marker.dispose();
+      prompt?.position?.dispose();
       command.text = clip(shown ?? echoed);
       this.reportEnded();
     });
@@ -368,7 +368,7 @@ export class ShellTracker {
     const prompt = this.prompt;
     if (!prompt) return;
     prompt.superseded = true;
-    prompt.position?.marker.dispose();
+    prompt.position?.dispose();
     this.prompt = null;
   }
 }
