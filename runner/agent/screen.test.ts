@@ -11,7 +11,8 @@ import headless from "@xterm/headless";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import { MemoryLog } from "../log/memory-log.js";
-import { BEHIND_BYTES, CAUGHT_UP_BYTES, TerminalScreen, rebuildScreen } from "./screen.js";
+import { BEHIND_BYTES, CAUGHT_UP_BYTES, TerminalScreen } from "./screen.js";
+import { rebuildScreen } from "./screen-rebuild.js";
 import { installShellIntegration } from "./shell-integration.js";
 import { TestShell, until } from "./shell.test-kit.js";
 

@@ -13,11 +13,10 @@
 import headless from "@xterm/headless";
 import serializeAddon from "@xterm/addon-serialize";
 import type { ScreenSnapshot } from "../../shared/agent.js";
-import type { OutputLog } from "../log/output-log.js";
-import { withLogSlot } from "../log/log-reads.js";
 import { scrolledOffPrefix } from "./scrolled-off.js";
 import { ScreenPosition, emulatorState, joinState, setJoinState } from "./screen-state.js";
 import { unwatchIdle, watchIdle } from "./screen-idle.js";
+import { snapshotOf } from "./screen-snapshot.js";
 
 export { ScreenPosition };
 
@@ -28,8 +27,6 @@ type Serializer = InstanceType<typeof serializeAddon.SerializeAddon>;
 /** Bytes written and not yet parsed beyond which the screen is behind, and below which it has caught up. */
 export const BEHIND_BYTES = 4 << 20;
 export const CAUGHT_UP_BYTES = 1 << 20;
-/** Log data fed to a rebuilt screen per round trip (and parsed before the next is read). */
-const REBUILD_PIECE_BYTES = 1 << 20;
 /** Queued bytes parsed as one batch, at most (a step ends a batch sooner). */
 const BATCH_BYTES = 256 << 10;
 /** Parsing goes on for this long, then yields to the thread's other work (other sessions' screens). */
@@ -41,7 +38,6 @@ const SLICE_MS = 12;
  */
 const SCROLLBACK = 1;
 
-const EMPTY = new Uint8Array(0);
 const CR = Uint8Array.of(0x0d);
 
 export interface ScreenOptions {
@@ -71,12 +67,10 @@ interface Checkpoint {
 }
 
 /**
- * xterm's internals read here (pinned @xterm/headless 6.0.0): cursor visibility, the scroll
- * region, and whether the parser is between sequences (ground state, no async handler paused, no
+ * xterm's internals read here (pinned @xterm/headless 6.0.0): the scroll region, and whether the parser is between sequences (ground state, no async handler paused, no
  * partial UTF-8 character). Where one is missing, nothing is skipped.
  */
 interface TerminalCore {
-  coreService?: { isCursorHidden?: unknown };
   buffer?: { scrollTop?: unknown; scrollBottom?: unknown };
   writeSync?: (data: Uint8Array) => void;
   _inputHandler?: {
@@ -456,37 +450,9 @@ export class TerminalScreen {
 
   /** The screen now; `ansi` draws it (with `scrollback` lines above it, for a checkpoint). */
   private capture(offset: number, scrollback = 0): ScreenSnapshot {
-    const term = this.live();
-    const buffer = term.buffer.active;
-    const lines: string[] = [];
-    // xterm trims the cells never written; spaces written (a prompt's last one) go too.
-    for (let y = 0; y < term.rows; y++) lines.push((buffer.getLine(buffer.baseY + y)?.translateToString(true) ?? "").replace(/ +$/, ""));
-    const core = (term as unknown as { _core?: TerminalCore })._core;
-    const hidden = core?.coreService?.isCursorHidden === true;
-    const x = Math.min(buffer.cursorX, term.cols - 1);
-    const y = buffer.cursorY;
-    let ansi = this.title === null ? "" : `\x1b]2;${withoutControls(this.title)}\x07`;
-    // The rows, the cursor's position and attributes, the alternate screen, the modes.
-    ansi += (this.serializer as Serializer).serialize({ scrollback });
-    // A scroll region (a status line kept out of scrolling): setting it homes the cursor.
-    const top = core?.buffer?.scrollTop;
-    const bottom = core?.buffer?.scrollBottom;
-    if (typeof top === "number" && typeof bottom === "number" && (top > 0 || bottom < term.rows - 1)) {
-      const row = term.modes.originMode ? y - top : y;
-      ansi += `\x1b[${top + 1};${bottom + 1}r\x1b[${row + 1};${x + 1}H`;
-    }
-    if (hidden) ansi += "\x1b[?25l";
-    return {
-      offset,
-      cols: term.cols,
-      rows: term.rows,
-      cursor: { x, y, visible: !hidden },
-      alternate: buffer.type === "alternate",
-      title: this.title,
-      lines,
-      ansi,
-    };
+    return snapshotOf(this.live(), this.serializer as Serializer, this.title, offset, scrollback);
   }
+
 }
 
 /** A headless terminal of cols × rows with the serializer loaded, telling its title changes. */
@@ -500,46 +466,3 @@ function newTerminal(cols: number, rows: number, onTitle: (title: string) => voi
   return { term, serializer };
 }
 
-/** `text` without C0/C1 controls (a title set again inside an OSC must not end it early). */
-function withoutControls(text: string): string {
-  let clean = "";
-  for (const c of text) {
-    const code = c.codePointAt(0) as number;
-    if (code >= 0x20 && (code < 0x7f || code > 0x9f)) clean += c;
-  }
-  return clean;
-}
-
-/**
- * The screen as the log's [from, to) draws it on a fresh terminal of cols × rows (a session with
- * no live emulator: ended, or its runner gone). Read a piece at a time, each parsed before the
- * next is read; gaps draw nothing. The snapshot's offset is where the log's data ended.
- */
-export async function rebuildScreen(
-  outputLog: OutputLog,
-  key: string,
-  range: { from: number; to: number; cols: number; rows: number },
-): Promise<ScreenSnapshot> {
-  const { from, to, cols, rows } = range;
-  const screen = new TerminalScreen({ cols, rows, offset: from });
-  try {
-    let cursor = from;
-    while (cursor < to) {
-      const items = await withLogSlot(() => outputLog.read(key, cursor, to, REBUILD_PIECE_BYTES));
-      if (items.length === 0) break;
-      for (const item of items) {
-        if (item.type === "chunk") {
-          screen.write(item.offset, item.data);
-          cursor = item.offset + item.data.byteLength;
-        } else {
-          screen.write(item.to, EMPTY);
-          cursor = item.to;
-        }
-      }
-      await screen.parsed();
-    }
-    return await screen.snapshot();
-  } finally {
-    screen.dispose();
-  }
-}

@@ -8,7 +8,7 @@ import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link-url.js";
 import { ReadServer } from "../log/log-reads.js";
 import type { OutputLog } from "../log/output-log.js";
-import { rebuildScreen } from "../agent/screen.js";
+import { rebuildScreen } from "../agent/screen-rebuild.js";
 
 const IDLE_MS = 30_000;
 
