@@ -228,7 +228,9 @@ export class HostedSession {
       if (shellIntegration && bytes.includes(PROMPT_DRAWN)) coalescer.flush();
     });
     proc.onExit((exit) => this.onProcessExit(exit));
-    log.info("session.started", { key: this.key, pid: proc.pid, command: spec.command, pty: tty });
+    // A sandbox that holds its command is only prepared here: the command starts at the link's resume.
+    const held = isolation().holdsCommand(spec);
+    log.info(held ? "session.prepared" : "session.started", { key: this.key, pid: proc.pid, command: spec.command, pty: tty });
   }
 
   private onProcessExit(reported: ProcessExit): void {
@@ -367,6 +369,7 @@ export class HostedSession {
     }
     if (!this.proc) return;
     // The edge holds the link: a command the sandbox holds may run now.
+    if (isolation().holdsCommand(this.spawn.spec) && !this.startReported) log.info("session.started", { key: this.key, pid: this.proc.pid, held: true });
     isolation().allow(this.key);
     // Said once even if the process ended before the link opened (its exit follows through the delivery).
     if (!this.exited || !this.startReported) this.send({ type: "started", pid: this.proc.pid, ...isolation().report(this.key) });

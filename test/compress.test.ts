@@ -86,7 +86,13 @@ describe("compressed output (compress=deflate)", () => {
     const broker = new PtyBroker({ url, apiKey: TENANTS.acme });
     const chunks: { offset: number; bytes: Buffer }[] = [];
     const pty = await broker.connect(s.id, { from: "live", onData: (bytes, offset) => chunks.push({ offset, bytes: Buffer.from(bytes) }) });
-    const from = pty.offset;
+    // connect() resolves at `hello`; the live offset comes with `live`, a message later.
+    const from = await new Promise<number>((resolve) => {
+      const off = pty.on("live", (offset) => {
+        off();
+        resolve(offset);
+      });
+    });
     plain.send('for i in $(seq 1 2000); do echo "sdk line $i é€😀"; done; echo sdk-$((6*7))\n');
     await plain.waitForOutput(line("sdk-42"));
     await until(() => pty.offset === plain.nextOffset && packed.nextOffset === plain.nextOffset, 10_000, "the SDK to hold every byte");
