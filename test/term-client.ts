@@ -136,7 +136,7 @@ export class TermClient {
     });
   }
 
-  /** A 0x06 frame as the 0x01 or 0x03 frame it stands for (inflated with Node's zlib, as the SDK does). */
+  /** A 0x06 frame as the 0x01 or 0x03 frame it stands for (inflated with Node's zlib: independent of the SDK's DecompressionStream). */
   private inflated(frame: Frame): Frame {
     if (frame.op !== "deflated") return frame;
     this.deflatedFrames++;
