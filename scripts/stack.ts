@@ -161,8 +161,26 @@ export function privateFolder(folder: string): void {
   strip(folder);
 }
 
+/** Port taken between freePort() and wrangler's bind: edge-dev.ts's words for it. */
+const PORT_TAKEN = / is in use: /;
+
+/**
+ * Starts the edge on `options.port`, or on a free port. A free port can be taken by another
+ * process (a Redis node starting beside it, say) before wrangler binds it: then a fresh one is
+ * tried, up to three times; a port the caller named is not changed.
+ */
 export async function startEdge(options: EdgeOptions): Promise<Edge> {
-  const port = options.port ?? (await freePort());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEdgeOn(options.port ?? (await freePort()), options);
+    } catch (error) {
+      const taken = error instanceof Error && PORT_TAKEN.test(error.message);
+      if (options.port !== undefined || !taken || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startEdgeOn(port: number, options: EdgeOptions): Promise<Edge> {
   // mkdtemp makes it 0700: the env file (secrets) and the default storage are the owner's only.
   const scratch = mkdtempSync(join(tmpdir(), "ptybroker-edge-"));
   // A relative folder is the repository's (where wrangler runs), whatever this process's cwd.
