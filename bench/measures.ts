@@ -1,5 +1,8 @@
 // One function per measurement of issue 6; each runs once and returns raw numbers.
 // rows/terminal.ts (and knobs.ts) repeats them, takes medians and ratios, and builds the rows.
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { ViewerReport, ViewerRequest } from "./flood-viewer.js";
 import { cpuMs, descendantsNamed } from "./proc.js";
 import { percentile } from "./stats.js";
 import { type BenchTerm, BASH, type StackTermOptions, settle, stackSession, stackTerm, waitForMarker } from "./terminals.js";
@@ -210,30 +213,81 @@ export interface FloodNeighbour {
  * Ctrl+C ends A's flood and its prompt comes back. Both sessions are on the bench stack's one runner.
  */
 export async function floodNeighbourEcho(stack: BenchStack, keystrokes: number): Promise<FloodNeighbour> {
-  const a = await stackSession(stack);
+  const a = await stack.api.create(BASH);
   const b = await stackSession(stack);
+  let viewer: FloodViewer | undefined;
   try {
     await startCat(b.term);
     const idle = await catEchoes(b.term, keystrokes);
-    await settle(a.term, "PS1='PROMPT-$((6*7))> '");
-    const line = `${"x".repeat(99)}\r\n`;
-    const flooding = waitForMarker(a.term, line.repeat(64), 30_000);
-    a.term.send(`yes ${"x".repeat(99)}\r`);
-    await flooding;
-    const before = a.term.received;
+    viewer = startFloodViewer(stack, a.id);
+    await viewer.next("flooding", 60_000);
+    const before = await viewer.received();
     const started = performance.now();
     const flooded = await catEchoes(b.term, keystrokes);
-    const floodMBps = (a.term.received - before) / 1e6 / ((performance.now() - started) / 1000);
-    const prompt = waitForMarker(a.term, "PROMPT-42> ", 60_000);
-    a.term.send("\x03");
-    await prompt;
+    const floodMBps = ((await viewer.received()) - before) / 1e6 / ((performance.now() - started) / 1000);
+    viewer.send({ type: "stop" });
+    await viewer.next("stopped", 60_000);
     return { idle, flooded, floodMBps };
   } finally {
-    for (const { id, term } of [a, b]) {
-      await term.close();
-      await stack.api.destroy(id);
-    }
+    await viewer?.exited();
+    await b.term.close();
+    for (const id of [a.id, b.id]) await stack.api.destroy(id);
   }
+}
+
+interface FloodViewer {
+  send(request: ViewerRequest): void;
+  /** The next report of `type` (an `error` report, an exit or the deadline rejects). */
+  next<T extends ViewerReport["type"]>(type: T, deadlineMs: number): Promise<Extract<ViewerReport, { type: T }>>;
+  /** A's bytes at its viewer so far. */
+  received(): Promise<number>;
+  /** Resolves once the process has exited: at once after `stopped`, else it is killed. */
+  exited(): Promise<void>;
+}
+
+/** Session A's viewer in a child process (flood-viewer.ts): it types `yes` and reads the flood. */
+function startFloodViewer(stack: BenchStack, sessionId: string): FloodViewer {
+  const child = fork(fileURLToPath(new URL("./flood-viewer.ts", import.meta.url)), [stack.url, stack.apiKey, sessionId], {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let stopped = false;
+  const next = <T extends ViewerReport["type"]>(type: T, deadlineMs: number) =>
+    new Promise<Extract<ViewerReport, { type: T }>>((resolve, reject) => {
+      const done = (outcome: () => void) => {
+        clearTimeout(timer);
+        child.off("message", onMessage);
+        child.off("exit", onExit);
+        outcome();
+      };
+      const timer = setTimeout(() => done(() => reject(new Error(`flood viewer: no ${type} in ${deadlineMs} ms`))), deadlineMs);
+      const onMessage = (report: ViewerReport) => {
+        if (report.type === "error") done(() => reject(new Error(`flood viewer: ${report.message}`)));
+        else if (report.type === type) {
+          if (report.type === "stopped") stopped = true;
+          done(() => resolve(report as Extract<ViewerReport, { type: T }>));
+        }
+      };
+      const onExit = (code: number | null) => done(() => reject(new Error(`flood viewer exited (${code}) before ${type}`)));
+      child.on("message", onMessage);
+      child.once("exit", onExit);
+    });
+  return {
+    send: (request) => child.send(request),
+    next,
+    async received() {
+      const waiting = next("received", 10_000);
+      child.send({ type: "mark" });
+      return (await waiting).bytes;
+    },
+    async exited() {
+      // After `stopped` it exits by itself; after a failure it may still be reading a flood.
+      const timer = setTimeout(() => child.kill("SIGKILL"), stopped ? 10_000 : 0);
+      await gone;
+      clearTimeout(timer);
+    },
+  };
 }
 
 export { BASH };
