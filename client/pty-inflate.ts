@@ -2,6 +2,7 @@
 // inflated with DecompressionStream("deflate-raw") (browsers, Node 20), bounded by the length its
 // header names, and a socket's messages kept in the order they came while a frame inflates.
 // Used by the SDK (pty.ts), and so by the page (web/), which connects through it; web APIs only.
+import { InOrder } from "../shared/in-order.js";
 import { MAX_DEFLATED_OUTPUT_BYTES, Op, checkInflated, decodeFrame, encodeOutput } from "../shared/protocol.js";
 
 /** A Deflated frame's output bytes; rejects with a clear error on a bad or oversized stream. */
@@ -34,8 +35,6 @@ export async function inflateRaw(frame: { offset: number; length: number; data: 
 /** Queued messages at most; a socket never has this many frames inflating at once in practice. */
 const MAX_WAITING = 4096;
 
-type Entry = { message: string | ArrayBuffer } | { pending: Promise<ArrayBuffer | undefined>; ready?: ArrayBuffer | undefined; done: boolean };
-
 /**
  * A socket's messages handed on in the order they came, each 0x06 frame as the 0x01 (or 0x03)
  * frame it stands for. Without 0x06 frames every message is handed on at once, as before. A
@@ -43,7 +42,7 @@ type Entry = { message: string | ArrayBuffer } | { pending: Promise<ArrayBuffer 
  * the hole, as a gap.
  */
 export class InflatingInbox {
-  private readonly queue: Entry[] = [];
+  private readonly steps = new InOrder();
 
   constructor(
     private readonly deliver: (message: string | ArrayBuffer) => void,
@@ -53,8 +52,7 @@ export class InflatingInbox {
   push(message: string | ArrayBuffer): void {
     const deflated = typeof message !== "string" && new Uint8Array(message, 0, Math.min(1, message.byteLength))[0] === Op.Deflated;
     if (!deflated) {
-      if (this.queue.length === 0) this.deliver(message);
-      else this.queued({ message });
+      if (this.roomFor()) this.steps.now(() => this.deliver(message));
       return;
     }
     const frame = decodeFrame(new Uint8Array(message));
@@ -62,52 +60,31 @@ export class InflatingInbox {
       this.failed(new Error(frame.op === "invalid" ? frame.reason : "bad deflated frame"));
       return;
     }
-    const entry: Entry = {
-      pending: inflateRaw(frame).then(
-        (bytes) => toArrayBuffer(encodeOutput(frame.offset, bytes, frame.stream)),
+    if (!this.roomFor()) return;
+    this.steps.later(
+      inflateRaw(frame).then(
+        (bytes) => {
+          const ready = toArrayBuffer(encodeOutput(frame.offset, bytes, frame.stream));
+          return () => this.deliver(ready);
+        },
         (error: unknown) => {
           this.failed(error instanceof Error ? error : new Error(String(error)));
           return undefined;
         },
       ),
-      done: false,
-    };
-    this.queued(entry);
-    void entry.pending.then((ready) => {
-      entry.ready = ready;
-      entry.done = true;
-      this.pump();
-    });
+    );
   }
-
-  private drainedHooks: (() => void)[] = [];
 
   /** Runs `then` once every message received so far is handed on: at once when none waits. */
   whenDrained(then: () => void): void {
-    if (this.queue.length === 0) then();
-    else this.drainedHooks.push(then);
+    this.steps.whenDrained(then);
   }
 
-  private queued(entry: Entry): void {
-    if (this.queue.length >= MAX_WAITING) {
-      this.failed(new Error(`more than ${MAX_WAITING} messages waiting behind a deflated frame`));
-      return;
-    }
-    this.queue.push(entry);
-  }
-
-  private pump(): void {
-    while (this.queue.length > 0) {
-      const head = this.queue[0];
-      if ("pending" in head) {
-        if (!head.done) return;
-        if (head.ready) this.deliver(head.ready);
-      } else this.deliver(head.message);
-      this.queue.shift();
-    }
-    const hooks = this.drainedHooks;
-    this.drainedHooks = [];
-    for (const hook of hooks) hook();
+  /** Whether one more message may wait; reports the failure when not. */
+  private roomFor(): boolean {
+    if (this.steps.size < MAX_WAITING) return true;
+    this.failed(new Error(`more than ${MAX_WAITING} messages waiting behind a deflated frame`));
+    return false;
   }
 }
 

@@ -4,6 +4,7 @@
 // (CompressionStream("deflate-raw"), workerd's native zlib) and the others take the same
 // promise. Without this, workerd's permessage-deflate compresses the same bytes again on each
 // socket. A socket that takes these frames sends them in order (DeflateOutbox).
+import { InOrder } from "../../shared/in-order.js";
 import { log } from "../../shared/log.js";
 import { type OutputStream, OUTPUT_HEADER_BYTES, DEFLATED_HEADER_BYTES, encodeDeflated, encodeOutput } from "../../shared/protocol.js";
 
@@ -44,8 +45,6 @@ async function deflateRaw(data: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await new Response(stream.readable).arrayBuffer());
 }
 
-type Entry = { kind: "send"; message: string | ArrayBuffer | Uint8Array } | { kind: "frame"; frame: Promise<Uint8Array>; ready?: Uint8Array } | { kind: "close"; code: number; reason: string };
-
 /**
  * A compressing socket's messages in the order they were given: a deflated frame may still be
  * compressing while a control message (`resize`, `exit`) or the close comes after it. Bounded by
@@ -53,7 +52,7 @@ type Entry = { kind: "send"; message: string | ArrayBuffer | Uint8Array } | { ki
  * the cut (client-hub.ts).
  */
 export class DeflateOutbox {
-  private readonly queue: Entry[] = [];
+  private readonly steps = new InOrder();
 
   constructor(
     private readonly send: (message: string | ArrayBuffer | Uint8Array) => void,
@@ -62,37 +61,19 @@ export class DeflateOutbox {
 
   /** Queued messages (frames still compressing and what waits behind them). */
   get size(): number {
-    return this.queue.length;
+    return this.steps.size;
   }
 
   message(message: string | ArrayBuffer | Uint8Array): void {
-    if (this.queue.length === 0) this.send(message);
-    else this.queue.push({ kind: "send", message });
+    this.steps.now(() => this.send(message));
   }
 
+  /** `frame` never rejects (deflatedFrame). */
   frame(frame: Promise<Uint8Array>): void {
-    const entry: Entry = { kind: "frame", frame };
-    this.queue.push(entry);
-    void frame.then((ready) => {
-      entry.ready = ready;
-      this.pump();
-    });
+    this.steps.later(frame.then((ready) => () => this.send(ready)));
   }
 
   closeAfter(code: number, reason: string): void {
-    if (this.queue.length === 0) this.close(code, reason);
-    else this.queue.push({ kind: "close", code, reason });
-  }
-
-  private pump(): void {
-    while (this.queue.length > 0) {
-      const head = this.queue[0];
-      if (head.kind === "frame") {
-        if (!head.ready) return;
-        this.send(head.ready);
-      } else if (head.kind === "send") this.send(head.message);
-      else this.close(head.code, head.reason);
-      this.queue.shift();
-    }
+    this.steps.now(() => this.close(code, reason));
   }
 }
