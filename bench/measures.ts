@@ -246,7 +246,7 @@ interface FloodViewer {
 }
 
 /** Session A's viewer in a child process (flood-viewer.ts): it types `yes` and reads the flood. */
-function startFloodViewer(stack: BenchStack, sessionId: string): FloodViewer {
+export function startFloodViewer(stack: BenchStack, sessionId: string): FloodViewer {
   const child = fork(fileURLToPath(new URL("./flood-viewer.ts", import.meta.url)), [stack.url, stack.apiKey, sessionId], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],

@@ -193,7 +193,7 @@ export function rawTerm(shell: { command: string; args: string[]; home?: string 
   };
 }
 
-function subscribe<T>(list: T[], item: T): () => void {
+export function subscribe<T>(list: T[], item: T): () => void {
   list.push(item);
   return () => {
     const at = list.indexOf(item);
