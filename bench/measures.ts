@@ -1,8 +1,8 @@
 // One function per measurement of issue 6; each runs once and returns raw numbers.
 // rows/terminal.ts (and knobs.ts) repeats them, takes medians and ratios, and builds the rows.
-import { fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
-import type { ViewerReport, ViewerRequest } from "./flood-viewer.js";
+import { type Child, startChild } from "./children.js";
+import type { FanOutReport, FanOutRequest, ViewerResult } from "./fan-out-viewers.js";
+import type { FloodViewerReport, FloodViewerRequest } from "./flood-viewer.js";
 import { cpuMs, descendantsNamed } from "./proc.js";
 import { percentile } from "./stats.js";
 import { type BenchTerm, BASH, type StackTermOptions, settle, stackSession, stackTerm, waitForMarker } from "./terminals.js";
@@ -101,21 +101,27 @@ export interface FanOut {
   cuts: number;
   /** Socket bytes read per viewer during the flood (framing and compression included), median. */
   wirePerViewer: number;
-  /** CPU used during the flood, in % of one core: workerd (every process), the runner, this process. */
+  /** CPU used during the flood, in % of one core: workerd (every process), the runner, the bench (this process and its viewer processes). */
   cpu: { workerd: number; runner: number; bench: number };
 }
 
 /** CPU time of the stack's parts and of this process, ms. */
-function cpuNow(stack: BenchStack): { workerd: number; runner: number; bench: number } {
+function cpuNow(stack: BenchStack, children: { pid: number }[] = []): { workerd: number; runner: number; bench: number } {
   const used = process.cpuUsage();
   return {
     workerd: descendantsNamed(stack.edge.pid, "workerd").reduce((sum, pid) => sum + cpuMs(pid), 0),
     runner: cpuMs(stack.runner.pid),
-    bench: (used.user + used.system) / 1000,
+    bench: (used.user + used.system) / 1000 + children.reduce((sum, child) => sum + cpuMs(child.pid), 0),
   };
 }
 
-/** Row 3: `viewers` framed clients on one session, the flood typed by the first. */
+/** Row 3's viewers beyond the first are spread over this many child processes at most. */
+const VIEWER_PROCESSES = 4;
+
+/**
+ * Row 3: `viewers` framed clients on one session, the flood typed by the first (in this
+ * process); the others in up to VIEWER_PROCESSES children (fan-out-viewers.ts).
+ */
 export async function fanOut(
   stack: BenchStack,
   viewers: number,
@@ -125,21 +131,37 @@ export async function fanOut(
 ): Promise<FanOut> {
   const session = await stack.api.create(BASH);
   const id = session.id;
-  const all = await Promise.all(Array.from({ length: viewers }, () => stackTerm(stack, id, "live", options)));
-  const writer = all[0];
+  const writer = await stackTerm(stack, id, "live", options);
+  const others = viewers - 1;
+  const processes = Math.min(VIEWER_PROCESSES, others);
+  const children: Child<FanOutRequest, FanOutReport>[] = [];
+  let finished = false;
   try {
+    for (let i = 0; i < processes; i++) {
+      const count = Math.floor(others / processes) + (i < others % processes ? 1 : 0);
+      const args = [stack.url, stack.apiKey, id, String(count), options.deflate ? "1" : "0", FLOOD_END];
+      children.push(startChild<FanOutRequest, FanOutReport>("./fan-out-viewers.ts", args));
+    }
+    await Promise.all(children.map((child) => child.next("ready", 60_000)));
     await settle(writer);
-    const wireBefore = all.map((term) => term.wireBytes);
-    const cpuBefore = cpuNow(stack);
-    const started = performance.now();
-    const ends = all.map((term) => waitForMarker(term, FLOOD_END, 300_000));
+    const watching = Promise.all(children.map((child) => child.next("watching", 10_000)));
+    for (const child of children) child.send({ type: "watch" });
+    await watching;
+    const done = Promise.all(children.map((child) => child.next("done", 300_000)));
+    const wireBefore = writer.wireBytes;
+    const cpuBefore = cpuNow(stack, children);
+    const started = performance.timeOrigin + performance.now();
+    const ownEnd = waitForMarker(writer, FLOOD_END, 300_000);
     writer.send(floodCommand(bytes, undefined, source));
-    const results = await Promise.all(ends);
-    const cpuAfter = cpuNow(stack);
-    const elapsedMs = performance.now() - started;
+    const own = await ownEnd;
+    const results: ViewerResult[] = [
+      { bytes: own.bytes, atEpochMs: performance.timeOrigin + own.at, cuts: writer.cuts, wire: writer.wireBytes - wireBefore },
+      ...(await done).flatMap((report) => report.viewers),
+    ];
+    const cpuAfter = cpuNow(stack, children);
+    const elapsedMs = Math.max(...results.map((r) => r.atEpochMs)) - started;
     const share = (part: keyof typeof cpuBefore) => (100 * (cpuAfter[part] - cpuBefore[part])) / elapsedMs;
-    const wire = all.map((term, i) => term.wireBytes - wireBefore[i]);
-    const seconds = results.map((r) => (r.at - started) / 1000);
+    const seconds = results.map((r) => (r.atEpochMs - started) / 1000);
     let complete = 0;
     for (const r of results) {
       try {
@@ -149,17 +171,23 @@ export async function fanOut(
         // counted as incomplete
       }
     }
+    const closed = Promise.all(children.map((child) => child.next("closed", 30_000)));
+    for (const child of children) child.send({ type: "close" });
+    await closed;
+    finished = true;
+    const wire = results.map((r) => r.wire);
     return {
       viewers,
-      ptyMBps: results[0].bytes / 1e6 / Math.min(...seconds),
-      slowestMBps: results[0].bytes / 1e6 / Math.max(...seconds),
+      ptyMBps: own.bytes / 1e6 / Math.min(...seconds),
+      slowestMBps: own.bytes / 1e6 / Math.max(...seconds),
       complete,
-      cuts: all.reduce((n, t) => n + t.cuts, 0),
+      cuts: results.reduce((n, r) => n + r.cuts, 0),
       wirePerViewer: percentile(wire, 50),
       cpu: { workerd: share("workerd"), runner: share("runner"), bench: share("bench") },
     };
   } finally {
-    await Promise.all(all.map((t) => t.close()));
+    await Promise.all(children.map((child) => child.exited(!finished)));
+    await writer.close();
     await stack.api.destroy(id);
   }
 }
@@ -215,79 +243,33 @@ export interface FloodNeighbour {
 export async function floodNeighbourEcho(stack: BenchStack, keystrokes: number): Promise<FloodNeighbour> {
   const a = await stack.api.create(BASH);
   const b = await stackSession(stack);
-  let viewer: FloodViewer | undefined;
+  let viewer: Child<FloodViewerRequest, FloodViewerReport> | undefined;
+  let stopped = false;
   try {
     await startCat(b.term);
     const idle = await catEchoes(b.term, keystrokes);
-    viewer = startFloodViewer(stack, a.id);
+    viewer = startChild<FloodViewerRequest, FloodViewerReport>("./flood-viewer.ts", [stack.url, stack.apiKey, a.id]);
     await viewer.next("flooding", 60_000);
-    const before = await viewer.received();
+    const before = await received(viewer);
     const started = performance.now();
     const flooded = await catEchoes(b.term, keystrokes);
-    const floodMBps = ((await viewer.received()) - before) / 1e6 / ((performance.now() - started) / 1000);
+    const floodMBps = ((await received(viewer)) - before) / 1e6 / ((performance.now() - started) / 1000);
     viewer.send({ type: "stop" });
     await viewer.next("stopped", 60_000);
+    stopped = true;
     return { idle, flooded, floodMBps };
   } finally {
-    await viewer?.exited();
+    await viewer?.exited(!stopped);
     await b.term.close();
     for (const id of [a.id, b.id]) await stack.api.destroy(id);
   }
 }
 
-interface FloodViewer {
-  send(request: ViewerRequest): void;
-  /** The next report of `type` (an `error` report, an exit or the deadline rejects). */
-  next<T extends ViewerReport["type"]>(type: T, deadlineMs: number): Promise<Extract<ViewerReport, { type: T }>>;
-  /** A's bytes at its viewer so far. */
-  received(): Promise<number>;
-  /** Resolves once the process has exited: at once after `stopped`, else it is killed. */
-  exited(): Promise<void>;
-}
-
-/** Session A's viewer in a child process (flood-viewer.ts): it types `yes` and reads the flood. */
-export function startFloodViewer(stack: BenchStack, sessionId: string): FloodViewer {
-  const child = fork(fileURLToPath(new URL("./flood-viewer.ts", import.meta.url)), [stack.url, stack.apiKey, sessionId], {
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  let stopped = false;
-  const next = <T extends ViewerReport["type"]>(type: T, deadlineMs: number) =>
-    new Promise<Extract<ViewerReport, { type: T }>>((resolve, reject) => {
-      const done = (outcome: () => void) => {
-        clearTimeout(timer);
-        child.off("message", onMessage);
-        child.off("exit", onExit);
-        outcome();
-      };
-      const timer = setTimeout(() => done(() => reject(new Error(`flood viewer: no ${type} in ${deadlineMs} ms`))), deadlineMs);
-      const onMessage = (report: ViewerReport) => {
-        if (report.type === "error") done(() => reject(new Error(`flood viewer: ${report.message}`)));
-        else if (report.type === type) {
-          if (report.type === "stopped") stopped = true;
-          done(() => resolve(report as Extract<ViewerReport, { type: T }>));
-        }
-      };
-      const onExit = (code: number | null) => done(() => reject(new Error(`flood viewer exited (${code}) before ${type}`)));
-      child.on("message", onMessage);
-      child.once("exit", onExit);
-    });
-  return {
-    send: (request) => child.send(request),
-    next,
-    async received() {
-      const waiting = next("received", 10_000);
-      child.send({ type: "mark" });
-      return (await waiting).bytes;
-    },
-    async exited() {
-      // After `stopped` it exits by itself; after a failure it may still be reading a flood.
-      const timer = setTimeout(() => child.kill("SIGKILL"), stopped ? 10_000 : 0);
-      await gone;
-      clearTimeout(timer);
-    },
-  };
+/** A's bytes at its viewer so far. */
+async function received(viewer: Child<FloodViewerRequest, FloodViewerReport>): Promise<number> {
+  const answer = viewer.next("received", 10_000);
+  viewer.send({ type: "mark" });
+  return (await answer).bytes;
 }
 
 export { BASH };
