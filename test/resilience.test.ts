@@ -1,9 +1,11 @@
 // Resilience: a session survives its runner's links being cut mid-output, an edge restart
 // mid-output and a Redis restart, with clients receiving exactly the bytes produced; a runner
 // that dies leaves its session `lost`, its output replayable by any other runner, and no
-// processes behind. Every scenario starts its own edge (Durable Object state in a temporary
-// folder, so it survives an edge restart), Redis and runner(s), and stops them by PID.
-import { describe, expect, it, onTestFailed } from "vitest";
+// processes behind. A scenario that restarts or kills a part of its stack starts its own edge
+// (Durable Object state in a temporary folder, so it survives an edge restart), Redis and
+// runner(s); the three that only fault the links (cut, swallow, refuse) share one, each reading
+// the logs from its own start. All are stopped by PID.
+import { describe, expect, it, onTestFailed, onTestFinished } from "vitest";
 import { type Edge, type ManagedProcess, secret, startEdge, startRunner } from "../scripts/stack.js";
 import {
   Api,
@@ -97,6 +99,33 @@ async function startStack(
     vars: options.vars,
   };
   return stack;
+}
+
+let linkFaults: Promise<Stack> | undefined;
+
+/**
+ * The stack of the scenarios that only cut, swallow or refuse its links through its proxies (to
+ * the edge and to Redis), and leave them open again: nothing in it restarts, so it is started
+ * once, by the first of them, and stopped after the file.
+ */
+function linkFaultStack(): Promise<Stack> {
+  linkFaults ??= startStack("links", { viaProxy: true, redisViaProxy: true });
+  return linkFaults;
+}
+
+/** What `proc` prints from now until the test ends (its `output()` also holds earlier scenarios'). */
+function logFromNow(proc: ManagedProcess): () => string {
+  let text = "";
+  const keep = (chunk: Buffer) => {
+    text += chunk.toString("utf8");
+  };
+  proc.child.stdout?.on("data", keep);
+  proc.child.stderr?.on("data", keep);
+  onTestFinished(() => {
+    proc.child.stdout?.off("data", keep);
+    proc.child.stderr?.off("data", keep);
+  });
+  return () => text;
 }
 
 /** On failure, the tail of what the processes printed: the evidence for a diagnosis. */
@@ -229,7 +258,8 @@ class ResumingClient {
 
 describe("resilience", () => {
   it("loses and repeats nothing when the runner's links are cut several times mid-output", async () => {
-    const stack = await startStack("cut", { viaProxy: true });
+    const stack = await linkFaultStack();
+    const runnerLog = logFromNow(stack.runner);
     dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
     const { api, edge } = stack;
     const proxy = stack.proxy as TcpProxy;
@@ -276,12 +306,12 @@ describe("resilience", () => {
     expect(sha256(rest.bytes)).toBe(sha256(expected));
     expect(rest.bytes.equals(expected)).toBe(true);
 
-    console.info("link cuts", JSON.stringify(cuts), count(stack.runner.output(), '"event":"link.open"'));
+    console.info("link cuts", JSON.stringify(cuts), count(runnerLog(), '"event":"link.open"'));
     // Every cut found the runner connected, and its session link came back after each of them.
     expect(cuts.every((c) => c.connections >= 1)).toBe(true);
     const cutsWhileRunning = cuts.filter((c) => c.status === "running").length;
     expect(cutsWhileRunning).toBeGreaterThanOrEqual(3);
-    expect(count(stack.runner.output(), '"event":"link.open"')).toBeGreaterThanOrEqual(1 + cutsWhileRunning);
+    expect(count(runnerLog(), '"event":"link.open"')).toBeGreaterThanOrEqual(1 + cutsWhileRunning);
   });
 
   it("resumes clients and the runner across an edge restart mid-output, byte for byte", async () => {
@@ -458,7 +488,8 @@ describe("resilience", () => {
   });
 
   it("skips no byte when links die with their last frames unsent: each new link resumes first", async () => {
-    const stack = await startStack("swallow", { viaProxy: true });
+    const stack = await linkFaultStack();
+    const edgeLog = logFromNow(stack.edge);
     dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
     const { api, edge } = stack;
     const proxy = stack.proxy as TcpProxy;
@@ -487,12 +518,13 @@ describe("resilience", () => {
     const rest = await fetchOutput(api, s.id, 0);
     expect(rest.bytes.equals(expected)).toBe(true);
     // The edge saw no hole to accept (it would close the link, and log it, if one came).
-    expect(stack.edge.output()).not.toContain("offset_gap");
+    expect(edgeLog()).not.toContain("offset_gap");
     console.info("swallowed outages", JSON.stringify(outages));
   });
 
   it("keeps in the log every byte a client saw across a 7 s Redis outage, with no gap", async () => {
-    const stack = await startStack("outage", { redisViaProxy: true });
+    const stack = await linkFaultStack();
+    const runnerLog = logFromNow(stack.runner);
     dumpOnFailure(() => ({ runner: stack.runner, edge: stack.edge }));
     const { api, edge } = stack;
     const redisProxy = stack.redisProxy as TcpProxy;
@@ -502,7 +534,7 @@ describe("resilience", () => {
     // Redis goes away: connections reset, new ones refused, for 7 s.
     redisProxy.refuse(true);
     const outageStart = Date.now();
-    await until(() => stack.runner.output().includes('"outcome":"failed"'), 10_000, "an append to fail");
+    await until(() => runnerLog().includes('"outcome":"failed"'), 10_000, "an append to fail");
     const atOutage = client.nextOffset ?? 0;
     await new Promise((r) => setTimeout(r, 7000 - (Date.now() - outageStart))); // the outage itself
     const duringOutage = (client.nextOffset ?? 0) - atOutage;

@@ -352,7 +352,10 @@ describe("on a stack of this file's own", () => {
     // reading the flood in this process could itself fall 1 MiB behind on a loaded machine and be
     // cut as a slow consumer (4008), as it should be.
     await own.inputAt(s.id, "stty -echo; head -c 3000000 /dev/zero | base64 -w 200; echo flood-$((6*7))\r");
-    await own.expectOutput(s.id, { pattern: "flood-42\r\n", literal: true, from: pausedLive.offset as number, timeoutSec: 60 });
+    // expect reads `\r\n` as `\n` (docs/protocol.md §3, "Agents"): a pattern with `\r\n` never
+    // matched, and this wait sat out its whole 60 s before the client resumed.
+    const floodEnd = await own.expectOutput(s.id, { pattern: "flood-42\n", literal: true, from: pausedLive.offset as number, timeoutSec: 60 });
+    expect(floodEnd).toMatchObject({ matched: true, match: "flood-42\n" });
     paused.socket.resume();
     await paused.waitFor(() => paused.screens.length > 0, "a screen frame", 30_000);
     // Caught up (it may skip again while it drains what it had been sent): then live output reaches it.
