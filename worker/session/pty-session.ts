@@ -317,12 +317,9 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       return this.outputs.recording(recordFrom, parseOffset(url.searchParams.get("to")), stored.record);
     }
     if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
-    const accepted = this.clients.acceptSocket(request, from);
-    // A held session starts when its first client connects (session-start.ts, launch).
-    if (this.start.held && this.clients.count() > 0) {
-      this.start.launch().catch((error) => log.error("session.start", { key: this.keyForLog(), outcome: "launch_error", error }));
-    }
-    return accepted;
+    // A held session starts when its first client connects, which is let in once it has (session-start.ts).
+    if (this.start.held) await this.start.launch();
+    return this.clients.acceptSocket(request, from);
   }
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {

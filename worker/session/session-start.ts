@@ -37,10 +37,7 @@ export class SessionStart {
       this.port.report("session.created");
       return this.port.view();
     }
-    const startTimeoutMs = this.port.startTimeoutMs();
-    const started = settleWithin<StartOutcome>(startTimeoutMs, "timeout", (resolve) => {
-      this.startWaiter = resolve;
-    });
+    const started = this.untilStarted();
     // `created` goes out only once placed; a create that fails leaves no event behind.
     const release = this.port.holdReports();
     this.port.report("session.created");
@@ -56,22 +53,29 @@ export class SessionStart {
     return this.port.view();
   }
 
-  /** A held session (created `lazy`) that no runner has been asked to start yet. */
+  /**
+   * A held session (created `lazy`) that no runner has been asked to start yet: its start
+   * deadline, stored before the pool is asked, says a launch began (also one cut by a restart).
+   */
   get held(): boolean {
     const stored = this.record.current;
-    return stored?.lazy === true && !stored.runnerId && stored.record.status === "starting" && !this.launching;
+    return stored?.lazy === true && stored.record.status === "starting" && this.timers.get("start") === undefined && !this.launching;
   }
 
   /**
-   * The first client of a held session connected: it is placed now, as create places any other.
-   * Its start is then bounded by the start deadline (due); a placement refused fails it.
+   * The first client of a held session connects: it is placed now, as create places any other,
+   * and answers once the process has started (or failed, or is late), as create does.
    */
   async launch(): Promise<void> {
     if (!this.held) return;
     this.launching = true;
     try {
+      const started = this.untilStarted();
       const placed = await this.place(Date.now());
-      if (isFailure(placed)) await this.port.move("failed", { error: placed.failure.message, reason: "failed" });
+      if (isFailure(placed)) {
+        this.startWaiter?.("failed");
+        await this.port.move("failed", { error: placed.failure.message, reason: "failed" });
+      } else if ((await started) === "timeout") this.startLate();
     } finally {
       this.launching = false;
     }
@@ -80,6 +84,13 @@ export class SessionStart {
   /** A held session ended before any client connected (DELETE, a timer): no process to wait for. */
   async endHeld(reason: EndReason): Promise<void> {
     if (this.held) await this.port.move("exited", { reason });
+  }
+
+  /** Resolves when the host says the process started or failed, or after START_TIMEOUT_MS. */
+  private untilStarted(): Promise<StartOutcome> {
+    return settleWithin<StartOutcome>(this.port.startTimeoutMs(), "timeout", (resolve) => {
+      this.startWaiter = resolve;
+    });
   }
 
   /** Sets the start deadline and asks the pool to place the session on a runner. */
