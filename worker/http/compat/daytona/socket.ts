@@ -53,6 +53,9 @@ export async function daytonaSocket(request: Request, stub: SessionStub, from: s
   upstream.accept();
   const { 0: client, 1: server } = new WebSocketPair();
   server.accept();
+  // Binary frames as ArrayBuffers (a Blob would need an await, and could overtake nothing in order).
+  upstream.binaryType = "arraybuffer";
+  server.binaryType = "arraybuffer";
   // Sent before anything of the session's: the listeners below run after this turn.
   server.send(CONNECTED);
   let closed = false;
@@ -70,7 +73,8 @@ export async function daytonaSocket(request: Request, stub: SessionStub, from: s
     if (closed) return;
     void upstreamClosed(stub, event.code, event.reason).then(({ code, reason }) => closeClient(code, reason));
   });
-  upstream.addEventListener("error", () => closeClient(1011, closeReason({ error: "PTY session connection failed" })));
+  // An error is followed by its close, which says what the client is told.
+  upstream.addEventListener("error", (event) => log.warn("compat.daytona", { outcome: "upstream_error", error: event.message }));
   server.addEventListener("message", (event) => sendQuietly(upstream, event.data));
   server.addEventListener("close", () => {
     closed = true;
