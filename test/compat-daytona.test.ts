@@ -53,9 +53,9 @@ class DaytonaPty {
   close: { code: number; reason: string } | undefined;
   private chunks: Buffer[] = [];
 
-  constructor(edge: string, id: string, key: string, sandbox = "sandbox-1") {
+  constructor(edge: string, id: string, key: string, sandbox = "sandbox-1", protocols: string[] = []) {
     const wsUrl = `${edge.replace(/^http/, "ws")}/compat/daytona/${sandbox}/process/pty/${id}/connect`;
-    this.ws = new WebSocket(wsUrl, { headers: { Authorization: `Bearer ${key}`, "X-Daytona-SDK-Version": "0.161.0" } });
+    this.ws = new WebSocket(wsUrl, protocols, { headers: { Authorization: `Bearer ${key}`, "X-Daytona-SDK-Version": "0.161.0" } });
     this.ws.binaryType = "nodebuffer";
     this.ws.on("message", (data: Buffer, isBinary) => {
       this.messages.push({ text: !isBinary, data });
@@ -120,8 +120,11 @@ describe("Daytona's toolbox PTY API", () => {
     });
     expect(await api.get(id)).toMatchObject({ status: "starting", pid: null });
 
+    // Two clients at once: both wait for the one start.
     const pty = new DaytonaPty(url, id, TENANTS.acme);
+    const watcher = new DaytonaPty(url, id, TENANTS.acme);
     await pty.connected();
+    await watcher.connected();
     // "connected" comes once the process runs, as Daytona's daemon starts it before saying so.
     expect((await daytona.getPtySession(id)).data).toMatchObject({ active: true, lazyStart: true });
     expect(await api.get(id)).toMatchObject({ status: "running", pid: expect.any(Number) });
@@ -136,6 +139,8 @@ describe("Daytona's toolbox PTY API", () => {
 
     pty.send("exit 3\n");
     expect(await pty.closed()).toEqual({ code: 1011, reason: '{"exitCode":3,"exitReason":"non-zero exit"}' });
+    expect(await watcher.closed()).toEqual({ code: 1011, reason: '{"exitCode":3,"exitReason":"non-zero exit"}' });
+    expect(watcher.output.equals(pty.output)).toBe(true);
     // Every message after the first was output, as binary frames.
     expect(pty.messages.slice(1).every((m) => !m.text)).toBe(true);
 
@@ -153,8 +158,10 @@ describe("Daytona's toolbox PTY API", () => {
     expect((await daytona.createPtySession({ id })).data).toEqual({ sessionId: id });
     expect((await daytona.getPtySession(id)).data).toMatchObject({ active: true, lazyStart: false, cols: 80, rows: 24 });
 
-    const pty = new DaytonaPty(url, id, TENANTS.acme);
+    // The browser SDK offers a subprotocol naming its version: agreed to.
+    const pty = new DaytonaPty(url, id, TENANTS.acme, "sandbox-1", ["X-Daytona-SDK-Version~0.161.0"]);
     await pty.connected();
+    expect(pty.ws.protocol).toBe("X-Daytona-SDK-Version~0.161.0");
     const marker = randomBytes(4).toString("hex");
     pty.ws.send(`echo text-$((0x${marker}))\n`); // a text frame
     await pty.waitForText(`text-${Number.parseInt(marker, 16)}\r\n`);

@@ -17,8 +17,8 @@ type StartOutcome = "started" | "failed" | "timeout";
 export class SessionStart {
   /** The create waiting to hear whether the process started. */
   private startWaiter: ((outcome: StartOutcome) => void) | undefined;
-  /** A held session's placement is under way (launch). */
-  private launching = false;
+  /** A held session's placement, while under way (launch). */
+  private launching: Promise<void> | undefined;
 
   constructor(
     private readonly record: SessionRecord,
@@ -63,22 +63,26 @@ export class SessionStart {
   }
 
   /**
-   * The first client of a held session connects: it is placed now, as create places any other,
-   * and answers once the process has started (or failed, or is late), as create does.
+   * A client connects: a held session is placed now, as create places any other, and this
+   * resolves once the process has started (or failed, or is late), as create answers. Clients
+   * that connect meanwhile wait for the same launch; for any other session it resolves at once.
    */
-  async launch(): Promise<void> {
-    if (!this.held) return;
-    this.launching = true;
-    try {
-      const started = this.untilStarted();
-      const placed = await this.place(Date.now());
-      if (isFailure(placed)) {
-        this.startWaiter?.("failed");
-        await this.port.move("failed", { error: placed.failure.message, reason: "failed" });
-      } else if ((await started) === "timeout") this.startLate();
-    } finally {
-      this.launching = false;
-    }
+  launch(): Promise<void> {
+    if (this.launching) return this.launching;
+    if (!this.held) return Promise.resolve();
+    this.launching = this.placeHeld().finally(() => {
+      this.launching = undefined;
+    });
+    return this.launching;
+  }
+
+  private async placeHeld(): Promise<void> {
+    const started = this.untilStarted();
+    const placed = await this.place(Date.now());
+    if (isFailure(placed)) {
+      this.startWaiter?.("failed");
+      await this.port.move("failed", { error: placed.failure.message, reason: "failed" });
+    } else if ((await started) === "timeout") this.startLate();
   }
 
   /** A held session ended before any client connected (DELETE, a timer): no process to wait for. */

@@ -100,7 +100,14 @@ daytonaRoutes.post("/:sandbox/process/pty", validate("json", PtyCreateBody), asy
     const field = { env: "envs" }[String(issue?.path[0])] ?? issue?.path.join(".");
     throw new ApiError("INVALID_REQUEST", `${field ? `${field}: ` : ""}${issue?.message ?? "invalid request"}`);
   }
-  const create = () => createSession(c.env, tenant, { ...asked.data, lazy: body.lazyStart === true });
+  const create = async () => {
+    try {
+      return await createSession(c.env, tenant, { ...asked.data, lazy: body.lazyStart === true });
+    } catch (error) {
+      if (error instanceof ApiError && error.code === "CONFLICT") throw new ApiError("CONFLICT", `PTY session with ID '${body.id}' already exists`);
+      throw error;
+    }
+  };
   let session: Session;
   try {
     session = await create();
@@ -110,9 +117,7 @@ daytonaRoutes.post("/:sandbox/process/pty", validate("json", PtyCreateBody), asy
     if (!(error instanceof ApiError) || error.code !== "CONFLICT") throw error;
     const stub = sessionStub(c.env, tenant, body.id);
     const existing = await stub.get();
-    if ("failure" in existing || !isTerminal(existing.status)) {
-      throw new ApiError("CONFLICT", `PTY session with ID '${body.id}' already exists`);
-    }
+    if ("failure" in existing || !isTerminal(existing.status)) throw error;
     await stub.terminate(true);
     session = await create();
   }
