@@ -318,7 +318,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
     }
     if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
     // A held session starts when its first client connects, which is let in once it has (session-start.ts).
-    await this.start.launch();
+    if (this.start.launches) await this.start.launch();
     return this.clients.acceptSocket(request, from);
   }
 

@@ -62,6 +62,11 @@ export class SessionStart {
     return stored?.lazy === true && stored.record.status === "starting" && this.timers.get("start") === undefined && !this.launching;
   }
 
+  /** A client that connects now waits for launch: the session is held, or its launch is under way. */
+  get launches(): boolean {
+    return this.launching !== undefined || this.held;
+  }
+
   /**
    * A client connects: a held session is placed now, as create places any other, and this
    * resolves once the process has started (or failed, or is late), as create answers. Clients
