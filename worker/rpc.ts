@@ -25,6 +25,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   get(): Session | Failure;
   /** Which incarnation of the id this is (session tokens name it), or null when there is none. */
   incarnation(): string | null;
+  /** What the session was created with (env included): for the owner's routes only. */
+  asked(): SessionAsked | Failure;
   input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }, eof?: boolean): InputAnswer | Failure;
   expect(request: ExpectQuery): Promise<ExpectResult | Failure>;
   run(command: string, timeoutMs: number): Promise<RunResult | Failure>;
@@ -58,6 +60,14 @@ export interface CreateRequest {
   timeoutSignal?: "SIGKILL";
   /** exec: keep the first this many output bytes in memory for its answer (session/output-capture.ts). */
   captureBytes?: number;
+  /** Held: placed on a runner only when its first client connects (Daytona's `lazyStart`). */
+  lazy?: boolean;
+}
+
+/** What a session was created with (the compatibility routes show it): its spawn spec and whether it was held. */
+export interface SessionAsked {
+  spec: SpawnSpec;
+  lazy: boolean;
 }
 
 /** PATCH: the timers (seconds, 0 = off), label and tags. */

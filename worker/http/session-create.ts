@@ -32,6 +32,8 @@ export interface NewSession {
   timeoutSignal?: "SIGKILL";
   /** exec: the session object keeps the first this many output bytes for the answer. */
   captureBytes?: number;
+  /** Held until its first client connects (Daytona's `lazyStart`). */
+  lazy?: boolean;
 }
 
 /** Creates the session; throws ApiError (QUOTA_EXCEEDED, CONFLICT, NO_RUNNER, …) when it cannot. */
@@ -78,6 +80,7 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
       },
       timeoutSignal: body.timeoutSignal,
       captureBytes: body.captureBytes,
+      ...(body.lazy ? { lazy: true } : {}),
     });
   } catch (error) {
     // The object failed mid-create (a restart, say): unless it holds the session, the index

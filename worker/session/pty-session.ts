@@ -24,7 +24,7 @@ import { type Env, limits, poolStub, tenantStub } from "../env.js";
 import { closeQuietly, refuseSocket } from "../io/sockets.js";
 import { LogReads } from "../link/log-reads.js";
 import { type LinkPort, RunnerLinks } from "../link/runner-links.js";
-import type { CreateRequest, ExpectQuery, InputAnswer, OutputRange, SessionPatch, SessionRpc, StreamsRange } from "../rpc.js";
+import type { CreateRequest, ExpectQuery, InputAnswer, OutputRange, SessionAsked, SessionPatch, SessionRpc, StreamsRange } from "../rpc.js";
 import { SessionEnd } from "./session-end.js";
 import { SessionInput } from "./session-input.js";
 import { SessionOutput } from "./session-output.js";
@@ -133,7 +133,12 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       this.agent.idempotency,
     );
     this.timers = new SessionTimers(ctx.storage, {
-      fire: (name) => (name === "start" ? this.start.due() : this.end.due(name)),
+      fire: async (name) => {
+        if (name === "start") return this.start.due();
+        // A held session's timer ends it as DELETE does: no process to wait for.
+        if (name === "timeout" || name === "idle" || name === "detached") await this.start.endHeld(name);
+        return this.end.due(name);
+      },
       clients: () => this.clients.count(),
       keyForLog: () => this.keyForLog(),
     });
@@ -190,6 +195,12 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
     return this.record.current?.incarnation ?? null;
   }
 
+  /** What the session was created with (the compatibility routes show its env); owner only (the route checks). */
+  asked(): SessionAsked | Failure {
+    const stored = this.record.current;
+    return stored ? { spec: stored.spec, lazy: stored.lazy === true } : this.notFound();
+  }
+
   /** REST input, with Idempotency-Key and eof (session-input.ts). */
   input(bytes: Uint8Array, idempotency?: { key: string; bodyHash: string }, eof = false): InputAnswer | Failure {
     return this.inputs.rest(bytes, idempotency, eof);
@@ -242,7 +253,9 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
   }
 
   /** DELETE, and `?purge=true` (session-end.ts). */
-  terminate(purge: boolean, reason: EndReason = "deleted"): Promise<Session | Failure> {
+  async terminate(purge: boolean, reason: EndReason = "deleted"): Promise<Session | Failure> {
+    // A held session has no process yet: it ends at once (session-start.ts).
+    await this.start.endHeld(reason);
     return this.end.terminate(purge, reason);
   }
 
@@ -304,6 +317,8 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       return this.outputs.recording(recordFrom, parseOffset(url.searchParams.get("to")), stored.record);
     }
     if (!stored) return refuseSocket(new ApiError("NOT_FOUND", "session not found"), request);
+    // A held session starts when its first client connects, which is let in once it has (session-start.ts).
+    if (this.start.launches) await this.start.launch();
     return this.clients.acceptSocket(request, from);
   }
 

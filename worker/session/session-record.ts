@@ -47,10 +47,11 @@ export class SessionRecord {
 
   /** A new session, `starting`, with fresh link credentials and a new incarnation. */
   begin(request: CreateRequest, now: number): Stored {
-    const { tenant, id, spec, timers, timeoutSignal } = request;
+    const { tenant, id, spec, timers, timeoutSignal, lazy } = request;
     this.stored = {
       tenant,
       spec,
+      ...(lazy ? { lazy: true as const } : {}),
       ...(timeoutSignal ? { timeoutSignal } : {}),
       runnerId: null,
       incarnation: crypto.randomUUID(),
@@ -278,4 +279,6 @@ export interface Stored {
   timeoutSignal?: "SIGKILL";
   /** `pty: false`: stdin has been closed (eof); input after it is refused. */
   stdinClosed?: boolean;
+  /** Created held: placed on a runner only when its first client connects (session-start.ts, launch). */
+  lazy?: true;
 }
