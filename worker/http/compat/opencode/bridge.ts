@@ -92,6 +92,8 @@ class Bridge {
     this.downstream.addEventListener("message", (event) => this.fromClient(event.data));
     this.downstream.addEventListener("close", () => this.shut(1000, "client closed"));
     this.downstream.addEventListener("error", () => this.shut(1011, "client socket error"));
+    // Binary messages as ArrayBuffer (workerd's default for this compatibility date is Blob).
+    this.downstream.binaryType = "arraybuffer";
     this.downstream.accept();
   }
 
@@ -105,6 +107,7 @@ class Bridge {
     socket.addEventListener("error", () => {
       if (socket === this.upstream) this.sessionClosed(1011, "session socket error");
     });
+    socket.binaryType = "arraybuffer";
     socket.accept();
   }
 
