@@ -27,6 +27,11 @@ const ocBase = `${suite.url}/compat/opencode`;
 function opencode(url: string, authorization?: string): Oc {
   return createOpencodeClient({ baseUrl: `${url}/compat/opencode`, headers: authorization ? { authorization } : {} });
 }
+/** The data of an SDK answer that must have succeeded. */
+function ok<T>(res: { data?: T; error?: unknown; response?: Response }): T {
+  if (res.data === undefined) throw new Error(`${res.response?.status}: ${JSON.stringify(res.error)}`);
+  return res.data;
+}
 const bearer = (key: string) => `Bearer ${key}`;
 const basic = (key: string) => `Basic ${Buffer.from(`opencode:${key}`).toString("base64")}`;
 
@@ -131,17 +136,17 @@ describe("the pty methods of @opencode-ai/sdk", () => {
   it("creates, gets, lists, retitles and resizes, types and removes; the PTY is a /v1 session", async () => {
     const created = await oc.pty.create({ ...BASH, title: "build" });
     expect(created.response.status).toBe(200);
-    const pty = created.data!;
+    const pty = ok(created);
     suite.purgeLater(pty.id);
     expect(pty).toMatchObject({ title: "build", command: "/bin/bash", args: BASH.args, cwd: ".", status: "running" });
 
     const term = new WebTerminal(ocBase, pty.id, 0, { header: bearer(TENANTS.acme) });
     await term.open();
     await term.waitFor("$ ");
-    const got = (await oc.pty.get({ ptyID: pty.id })).data!;
+    const got = ok(await oc.pty.get({ ptyID: pty.id }));
     expect(got).toMatchObject({ id: pty.id, status: "running", title: "build" });
     expect(got.pid).toBeGreaterThan(0);
-    expect((await oc.pty.list()).data!.map((p) => p.id)).toContain(pty.id);
+    expect(ok(await oc.pty.list()).map((p) => p.id)).toContain(pty.id);
 
     const updated = await oc.pty.update({ ptyID: pty.id, title: "renamed", size: { rows: 33, cols: 101 } });
     expect(updated.data).toMatchObject({ id: pty.id, title: "renamed" });
@@ -168,9 +173,9 @@ describe("the pty methods of @opencode-ai/sdk", () => {
   });
 
   it("replays from the cursor across dropped connections with nothing missing or repeated, non-ASCII included", async () => {
-    const pty = (await oc.pty.create(BASH)).data!;
+    const pty = ok(await oc.pty.create(BASH));
     suite.purgeLater(pty.id);
-    const term = new WebTerminal(ocBase, pty.id, 0, { ticket: async () => (await oc.pty.connectToken({ ptyID: pty.id })).data!.ticket });
+    const term = new WebTerminal(ocBase, pty.id, 0, { ticket: async () => ok(await oc.pty.connectToken({ ptyID: pty.id })).ticket });
     await term.open();
     await term.waitFor("$ ");
     term.type(`for i in $(seq 1 4000); do echo "é€😀 $i"; done; echo all-$((2+3))\r`);
@@ -190,7 +195,8 @@ describe("the pty methods of @opencode-ai/sdk", () => {
   });
 
   it("sends live output only with cursor=-1, and closes 4404 once an exited PTY's output is sent", async () => {
-    const pty = (await oc.pty.create({ command: "/bin/sh", args: ["-c", "printf 'one\\n'; read x; printf 'two %s\\n' \"$x\"; exit 3"] })).data!;
+    const script = "printf 'one\\n'; read x; printf 'two %s\\n' \"$x\"; exit 3";
+    const pty = ok(await oc.pty.create({ command: "/bin/sh", args: ["-c", script] }));
     suite.purgeLater(pty.id);
     const first = new WebTerminal(ocBase, pty.id, 0, { header: bearer(TENANTS.acme) });
     await first.open();
@@ -225,7 +231,7 @@ describe("the pty methods of @opencode-ai/sdk", () => {
       for await (const event of stream) events.push(event as (typeof events)[number]);
     })();
     await until(() => events.some((e) => e.type === "server.connected"), 10_000, "server.connected");
-    const pty = (await oc.pty.create({ command: "/bin/sh", args: ["-c", "read x; exit 7"], title: "ev" })).data!;
+    const pty = ok(await oc.pty.create({ command: "/bin/sh", args: ["-c", "read x; exit 7"], title: "ev" }));
     suite.purgeLater(pty.id);
     await until(async () => (await oc.pty.get({ ptyID: pty.id })).data?.pid, 10_000, "a pid");
     await oc.pty.update({ ptyID: pty.id, size: { rows: 10, cols: 20 } });
@@ -246,7 +252,7 @@ describe("the pty methods of @opencode-ai/sdk", () => {
 
   it("shows a /v1 session as a PTY and connects to it", async () => {
     const s = await suite.session({ command: "/bin/sh", args: ["-c", "echo from-v1-$((3*3)); sleep 30"], label: "v1 made" });
-    const listed = (await oc.pty.list()).data!;
+    const listed = ok(await oc.pty.list());
     expect(listed.find((p) => p.id === s.id)).toMatchObject({ title: "v1 made", command: "/bin/sh", status: "running" });
     const term = new WebTerminal(ocBase, s.id, 0, { header: basic(TENANTS.acme) });
     await term.open();
@@ -255,7 +261,7 @@ describe("the pty methods of @opencode-ai/sdk", () => {
   });
 
   it("answers another tenant's key 404, and a missing or wrong key 401", async () => {
-    const pty = (await oc.pty.create(BASH)).data!;
+    const pty = ok(await oc.pty.create(BASH));
     suite.purgeLater(pty.id);
     const globex = opencode(suite.url, bearer(TENANTS.globex));
     for (const res of [
@@ -267,7 +273,7 @@ describe("the pty methods of @opencode-ai/sdk", () => {
       expect(res.response.status).toBe(404);
       expect(res.error).toMatchObject({ _tag: "PtyNotFoundError", ptyID: pty.id });
     }
-    expect((await globex.pty.list()).data!.map((p) => p.id)).not.toContain(pty.id);
+    expect(ok(await globex.pty.list()).map((p) => p.id)).not.toContain(pty.id);
     const theirs = new WebTerminal(ocBase, pty.id, 0, { header: bearer(TENANTS.globex) });
     await theirs.open();
     expect((await theirs.waitClose()).code).toBe(4404);
@@ -280,9 +286,9 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     const anonymous = new WebTerminal(ocBase, pty.id, 0);
     await anonymous.open();
     expect((await anonymous.waitClose()).code).toBe(4001);
-    const other = (await oc.pty.create(BASH)).data!;
+    const other = ok(await oc.pty.create(BASH));
     suite.purgeLater(other.id);
-    const ticket = (await oc.pty.connectToken({ ptyID: other.id })).data!;
+    const ticket = ok(await oc.pty.connectToken({ ptyID: other.id }));
     expect(ticket.expires_in).toBe(60);
     const misused = new WebTerminal(ocBase, pty.id, 0, { ticket: async () => ticket.ticket });
     await misused.open();
@@ -304,7 +310,7 @@ describe("an edge restart", () => {
       cleanup,
     );
     let oc = opencode(stack.edge.url, bearer(key));
-    const pty = (await oc.pty.create(BASH)).data!;
+    const pty = ok(await oc.pty.create(BASH));
     const term = new WebTerminal(`${stack.edge.url}/compat/opencode`, pty.id, 0, { header: bearer(key) });
     await term.open();
     await term.waitFor("$ ");
