@@ -217,6 +217,11 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     expect((await late.waitClose()).code).toBe(4404);
     expect(late.shown).toBe(first.shown);
     expect(late.frames[0].at(-1)).toBe(`cursor:${first.cursor}`);
+    // A cursor past its output: the cursor frame names where the output is, then 4404.
+    const ahead = new WebTerminal(ocBase, pty.id, first.cursor + 1000, { header: bearer(TENANTS.acme) });
+    await ahead.open();
+    expect((await ahead.waitClose()).code).toBe(4404);
+    expect(ahead.frames[0]).toEqual([`cursor:${first.cursor}`]);
     const unknown = new WebTerminal(ocBase, "no-such-pty", 0, { header: bearer(TENANTS.acme) });
     await unknown.open();
     expect((await unknown.waitClose()).code).toBe(4404);
