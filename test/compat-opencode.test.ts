@@ -101,6 +101,11 @@ class WebTerminal {
     this.ws?.send(data);
   }
 
+  /** The cursor and the text shown up to it, taken together (output may still be arriving). */
+  snapshot(): { cursor: number; shown: string } {
+    return { cursor: this.cursor, shown: this.shown };
+  }
+
   /** The text shown, NULs (the padding) left out. */
   get shown(): string {
     return this.text.replaceAll("\0", "");
@@ -156,9 +161,10 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     expect(term.shown).toContain(`33 101\r\n${marker}-42\r\n`);
 
     // Exactly what /v1 holds, and the cursor is its byte offset.
-    const v1 = await v1Text(suite.api, pty.id, term.cursor);
-    expect(v1.bytes).toBe(term.cursor);
-    expect(term.shown).toBe(v1.text);
+    const seen = term.snapshot();
+    const v1 = await v1Text(suite.api, pty.id, seen.cursor);
+    expect(v1.bytes).toBe(seen.cursor);
+    expect(seen.shown).toBe(v1.text);
     // One cursor frame: where the replay met live output.
     expect(term.frames[0].filter((f) => f.startsWith("cursor:"))).toHaveLength(1);
     expect(await suite.api.get(pty.id)).toMatchObject({ label: "renamed", cols: 101, rows: 33, status: "running" });
@@ -186,10 +192,11 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     }
     await term.waitFor("all-5\r\n");
     await until(() => term.frames[3].some((f) => f.startsWith("cursor:")), 10_000, "the last connection's cursor frame");
-    const v1 = await v1Text(suite.api, pty.id, term.cursor);
-    expect(v1.bytes).toBe(term.cursor);
-    expect(term.shown).toBe(v1.text);
-    expect(term.shown).toContain("é€😀 4000\r\n");
+    const seen = term.snapshot();
+    const v1 = await v1Text(suite.api, pty.id, seen.cursor);
+    expect(v1.bytes).toBe(seen.cursor);
+    expect(seen.shown).toBe(v1.text);
+    expect(seen.shown).toContain("é€😀 4000\r\n");
     // Four connections; a drop may come mid-replay (before that connection's cursor frame).
     expect(term.frames.length).toBe(4);
   });
@@ -345,8 +352,9 @@ describe("an edge restart", () => {
     term.type("echo after-$((5*5))\r");
     await term.waitFor("after-25\r\n");
     expect(term.shown.startsWith(before)).toBe(true);
-    const all = await v1Text(api, pty.id, term.cursor);
-    expect(all.text).toBe(term.shown);
+    const seen = term.snapshot();
+    const all = await v1Text(api, pty.id, seen.cursor);
+    expect(all.text).toBe(seen.shown);
     expect((await oc.pty.remove({ ptyID: pty.id })).data).toBe(true);
   });
 });

@@ -73,6 +73,8 @@ class Bridge {
   /** Bytes sent to the client since it last sent a frame (a raw client's lag). */
   private unheard = 0;
   private retried = false;
+  /** Between a refused connection and the one dialled instead: the refused one's close is expected. */
+  private redialling = false;
   private readonly maxInput: number;
   private readonly maxUnheard: number;
 
@@ -184,8 +186,10 @@ class Bridge {
   private refused(code: string, message: string): void {
     if (code === "INVALID_OFFSET" && !this.framer && !this.retried) {
       this.retried = true;
+      this.redialling = true;
       const old = this.upstream;
       void this.redial("live").then((socket) => {
+        this.redialling = false;
         closeQuietly(old, 1000, "redialled");
         if (!socket) return this.shut(1011, "cannot reach the session");
         if (this.closed) return closeQuietly(socket, 1000, "client closed");
@@ -199,7 +203,7 @@ class Bridge {
   }
 
   private sessionClosed(code: number, reason: string): void {
-    if (this.closed) return;
+    if (this.closed || this.redialling) return;
     if (code === CloseCode.SessionEnded || code === CloseCode.NotFound || this.ended) return this.shut(PTY_GONE, "pty exited");
     // 1001 (the edge restarting), 4008 and the like: the client reconnects from its cursor.
     const passable = code === 1001 || code === 1011 || code === 1013 || (code >= 4000 && code < 5000);
