@@ -97,7 +97,7 @@ class WebTerminal {
     });
   }
 
-  type(data: string): void {
+  type(data: string | Buffer): void {
     this.ws?.send(data);
   }
 
@@ -212,7 +212,7 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     await live.open();
     await until(() => live.frames[0].length > 0, 10_000, "the cursor frame");
     expect(live.frames[0][0]).toBe(`cursor:${first.cursor}`);
-    live.type("ok\r");
+    live.type(Buffer.from("ok\r")); // a binary frame is input too
     await live.waitFor("two ok\r\n");
     expect(live.shown).toBe("ok\r\ntwo ok\r\n");
     for (const term of [first, live]) expect((await term.waitClose()).code).toBe(4404);
@@ -306,6 +306,13 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     await misused.open();
     expect((await misused.waitClose()).code).toBe(4001);
     expect((await oc.pty.create({ command: "/bin/sh", cwd: "/etc" })).response.status).toBe(400);
+    const malformed = await fetch(`${ocBase}/pty`, {
+      method: "POST",
+      headers: { authorization: bearer(TENANTS.acme), "content-type": "application/json" },
+      body: "{",
+    });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ name: "BadRequest", _tag: "InvalidRequestError" });
   });
 });
 

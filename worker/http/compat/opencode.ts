@@ -5,8 +5,10 @@
 // as `/v1`, so a PTY made here is a session there and the reverse.
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError, type Failure, unwrap } from "../../../shared/errors.js";
+import { log } from "../../../shared/log.js";
 import type { Session } from "../../../shared/session.js";
 import { checkToken, mintToken } from "../../auth/tokens.js";
 import { type Env, sessionStub, tenantStub } from "../../env.js";
@@ -39,10 +41,18 @@ const LIST_PAGE = 1000;
 
 export const openCodeRoutes = new Hono<App>();
 
+function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  // Hono's own refusals (a body that is not JSON, say) keep their status.
+  if (err instanceof HTTPException && err.status === 400) return new ApiError("INVALID_REQUEST", err.message || "bad request");
+  if (err instanceof HTTPException && err.status === 413) return new ApiError("PAYLOAD_TOO_LARGE", "request body too large");
+  return new ApiError("INTERNAL", "internal error");
+}
+
 // Errors in OpenCode's shapes, with ptybroker's statuses; a 401 asks for Basic, as OpenCode does.
 openCodeRoutes.onError((err, c) => {
-  const error = err instanceof ApiError ? err : new ApiError("INTERNAL", "internal error");
-  if (!(err instanceof ApiError)) console.error("compat.opencode", err);
+  const error = toApiError(err);
+  if (error.code === "INTERNAL") log.error("http.error", { method: c.req.method, path: c.req.path, error: err });
   const headers: Record<string, string> = {};
   if (error.code === "UNAUTHORIZED") headers["www-authenticate"] = 'Basic realm="ptybroker", charset="UTF-8"';
   if (error.retryAfterSec !== undefined) headers["retry-after"] = String(error.retryAfterSec);

@@ -58,7 +58,7 @@ async function dialSession(env: Env, request: BridgeRequest, from: number | "liv
  * edge acknowledges to the session what it has passed on.
  */
 export async function bridge(env: Env, request: BridgeRequest): Promise<Response> {
-  const upstream = await dialSession(env, request, request.from);
+  const upstream = await dialSession(env, request, request.from).catch(() => null);
   if (!upstream) return closedSocket(1011, "cannot reach the session");
   const { 0: client, 1: downstream } = new WebSocketPair();
   new Bridge(upstream, downstream, env, (from) => dialSession(env, request, from)).start();
@@ -188,14 +188,16 @@ class Bridge {
       this.retried = true;
       this.redialling = true;
       const old = this.upstream;
-      void this.redial("live").then((socket) => {
-        this.redialling = false;
-        closeQuietly(old, 1000, "redialled");
-        if (!socket) return this.shut(1011, "cannot reach the session");
-        if (this.closed) return closeQuietly(socket, 1000, "client closed");
-        this.upstream = socket;
-        this.listenUpstream(socket);
-      });
+      void this.redial("live")
+        .catch(() => null)
+        .then((socket) => {
+          this.redialling = false;
+          closeQuietly(old, 1000, "redialled");
+          if (!socket) return this.shut(1011, "cannot reach the session");
+          if (this.closed) return closeQuietly(socket, 1000, "client closed");
+          this.upstream = socket;
+          this.listenUpstream(socket);
+        });
       return;
     }
     if (code === "NOT_FOUND") return this.shut(PTY_GONE, "pty not found");
