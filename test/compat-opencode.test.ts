@@ -168,6 +168,11 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     // One cursor frame: where the replay met live output.
     expect(term.frames[0].filter((f) => f.startsWith("cursor:"))).toHaveLength(1);
     expect(await suite.api.get(pty.id)).toMatchObject({ label: "renamed", cols: 101, rows: 33, status: "running" });
+    const listed = await suite.api.request<{ sessions: { id: string }[] }>("GET", "/v1/sessions?status=running&limit=1000");
+    expect(listed.body.sessions.map((x) => x.id)).toContain(pty.id);
+    const viaV1 = suite.connect(pty.id, { query: "from=0" });
+    await viaV1.waitForOutput(`${marker}-42\r\n`);
+    expect(viaV1.output.subarray(0, seen.cursor).toString("utf8")).toBe(seen.shown);
 
     const removed = await oc.pty.remove({ ptyID: pty.id });
     expect(removed.data).toBe(true);
