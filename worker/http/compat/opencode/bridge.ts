@@ -66,7 +66,7 @@ export async function bridge(env: Env, request: BridgeRequest): Promise<Response
 }
 
 class Bridge {
-  /** Set at `hello`; null until the session's object accepted the connection. */
+  /** Set where the output starts (`replay`, `gap` or `live`); null until then. */
   private framer: TextFramer | null = null;
   private ended = false;
   private closed = false;
@@ -154,7 +154,10 @@ class Bridge {
         if (this.framer) this.text(this.framer.flush());
         return this.shut(PTY_GONE, "pty exited");
       case "error":
-        return this.refused(message.code, message.message);
+        // Before any output, a refusal (the socket closes next); later, news such as input
+        // dropped, which OpenCode's socket has no way to say: the connection goes on.
+        if (!this.framer) this.refused(message.code, message.message);
+        return;
       default:
         return; // resize, command, screen, pong: OpenCode's socket has no such messages
     }
