@@ -13,6 +13,7 @@ import { eventRoutes } from "./http/events-routes.js";
 import { execRoutes } from "./http/exec-routes.js";
 import { sessionRoutes } from "./http/sessions-routes.js";
 import { daytonaRoutes } from "./http/compat/daytona.js";
+import { openCodeRoutes } from "./http/compat/opencode.js";
 
 export { PtySession } from "./session/pty-session.js";
 export { RunnerPool } from "./pool/runner-pool.js";
@@ -36,6 +37,7 @@ app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/events", eventRoutes);
 app.route("/v1/exec", execRoutes);
 app.route("/compat/daytona", daytonaRoutes);
+app.route("/compat/opencode", openCodeRoutes);
 
 // Runner sockets: a runner credential or RUNNER_TOKEN opens them; API keys never do. The
 // upgrade reaches the object with headers built from the verified identity, never the caller's.
