@@ -321,6 +321,33 @@ describe("the pty methods of @opencode-ai/sdk", () => {
   });
 });
 
+describe("a /v1 viewer link used as an OpenCode ticket", () => {
+  const oc = opencode(suite.url, bearer(TENANTS.acme));
+
+  it("reads the output and types nothing", async () => {
+    const pty = ok(await oc.pty.create(BASH));
+    suite.purgeLater(pty.id);
+    const api = new Api(suite.url, TENANTS.acme);
+    const minted = await api.request<{ token: string }>("POST", `/v1/sessions/${pty.id}/tokens`, { role: "viewer" });
+    const viewer = new WebTerminal(ocBase, pty.id, 0, { ticket: async () => minted.body.token });
+    await viewer.open();
+    // Its cursor frame: the bridge holds the session's socket, so input would reach it now.
+    await until(() => viewer.frames[0]?.some((f) => f.startsWith("cursor:")) === true, 20_000, "the viewer's cursor frame");
+    // The attacker types a command, then the owner prints a marker: the marker shows the
+    // attacker's line had its chance to arrive first, and the output must not hold it.
+    viewer.type("echo PWNED-$((6*7))\r");
+    const owner = new WebTerminal(ocBase, pty.id, 0, { header: bearer(TENANTS.acme) });
+    await owner.open();
+    owner.type("echo MARK-$((6*7))\r");
+    await viewer.waitFor("MARK-42");
+    await owner.waitFor("MARK-42");
+    expect(viewer.shown).not.toContain("PWNED");
+    expect(owner.shown).not.toContain("PWNED");
+    await viewer.drop();
+    await owner.drop();
+  });
+});
+
 describe("an edge restart", () => {
   const cleanup = new SuiteCleanup();
 

@@ -10,7 +10,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError, type Failure, unwrap } from "../../../shared/errors.js";
 import { log } from "../../../shared/log.js";
 import type { Session } from "../../../shared/session.js";
-import { checkToken, mintToken } from "../../auth/tokens.js";
+import { type TokenRole, checkToken, mintToken } from "../../auth/tokens.js";
 import { type Env, sessionStub, tenantStub } from "../../env.js";
 import { apiCors } from "../cors.js";
 import { createSession } from "../session-create.js";
@@ -166,7 +166,7 @@ openCodeRoutes.get("/pty/:id/connect", async (c) => {
   if (!query.success) return closedSocket(1008, query.error.issues[0]?.message ?? "invalid query");
   const raw = c.req.param("id");
   let tenant: string | undefined = c.get("tenant");
-  let role: "owner" | "writer" = "owner";
+  let role: "owner" | TokenRole = "owner";
   const ticket = query.data.ticket;
   if (!tenant && ticket && c.env.TOKEN_SECRET) {
     const check = await checkToken(c.env.TOKEN_SECRET, ticket);
@@ -175,7 +175,8 @@ openCodeRoutes.get("/pty/:id/connect", async (c) => {
       return closedSocket(PTY_GONE, "pty not found");
     }
     tenant = check.claims.tenant;
-    role = "writer";
+    // The ticket's own role: a /v1 viewer link stays a viewer here (it reads, never types).
+    role = check.claims.role;
   }
   if (!tenant) return closedSocket(4001, "missing credentials: an API key in Authorization, or ?ticket= from connect-token");
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw)) return closedSocket(PTY_GONE, "pty not found");

@@ -4,6 +4,7 @@
 // `0x00` + `{"cursor": N}` where the replay meets live output, then live output as text frames;
 // every client frame, text or binary, is input; at the end, close 4404 once all output is sent.
 // docs/protocol.md, "Compatibility: OpenCode".
+import type { TokenRole } from "../../../auth/tokens.js";
 import { CloseCode } from "../../../../shared/errors.js";
 import { type ServerMessage, decodeFrame, encodeInput } from "../../../../shared/protocol.js";
 import { type Env, limits, sessionStub } from "../../../env.js";
@@ -34,8 +35,12 @@ export function closedSocket(code: number, reason: string): Response {
 export interface BridgeRequest {
   tenant: string;
   id: string;
-  /** "owner" for the tenant's key, "writer" for a ticket. */
-  role: "owner" | "writer";
+  /**
+   * "owner" for the tenant's key; a ticket's own role: "writer" for one from connect-token, and
+   * "viewer" for a /v1 viewer link, which reads and never types (the session object drops a
+   * viewer's input).
+   */
+  role: "owner" | TokenRole;
   /** The offset asked for; "live" for `cursor=-1`. */
   from: number | "live";
 }
