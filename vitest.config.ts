@@ -1,19 +1,8 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-// Four projects: pure logic in Node, the Worker inside workerd, and the whole stack (wrangler
-// dev + real runners + real bash) end to end, as two: the suites that work and the suites that
-// mostly wait, which run beside them.
-/** End-to-end suites whose time is mostly waiting on a clock, not work (the e2e-waiting project). */
-const WAITING_SUITES = [
-  "test/reconnect-deadlines.test.ts",
-  "test/control-heartbeat.test.ts",
-  "test/resize-policy.test.ts",
-  "test/timers.test.ts",
-  "test/drain.test.ts",
-  "test/retention-purge.test.ts",
-];
-
+// Three projects: pure logic in Node, the Worker inside workerd, and the whole stack
+// (wrangler dev + real runners + real bash) end to end.
 export default defineConfig({
   test: {
     projects: [
@@ -50,24 +39,9 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/**/*.test.ts"],
-          exclude: WAITING_SUITES,
           environment: "node",
           globalSetup: ["test/global-setup.ts"],
           // One suite at a time: the stack already keeps both cores busy, and floods measure it.
-          fileParallelism: false,
-          testTimeout: 60_000,
-          hookTimeout: 90_000,
-        },
-      },
-      {
-        test: {
-          // The suites that mostly wait on clocks (hibernation, heartbeats, timers, a network
-          // blackhole, a drain): one at a time too, but beside the e2e project's suites, on a
-          // stack of their own (the same global setup), so their waits do not add to the run.
-          name: "e2e-waiting",
-          include: WAITING_SUITES,
-          environment: "node",
-          globalSetup: ["test/global-setup.ts"],
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 90_000,
