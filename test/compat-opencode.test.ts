@@ -172,6 +172,8 @@ describe("the pty methods of @opencode-ai/sdk", () => {
     expect(listed.body.sessions.map((x) => x.id)).toContain(pty.id);
     const viaV1 = suite.connect(pty.id, { query: "from=0" });
     await viaV1.waitForOutput(`${marker}-42\r\n`);
+    // The prompt after the marker may still be on its way to this client: wait for the cursor.
+    await until(() => viaV1.output.byteLength >= seen.cursor, 20_000, "the /v1 client at the web terminal's cursor");
     expect(viaV1.output.subarray(0, seen.cursor).toString("utf8")).toBe(seen.shown);
 
     const removed = await oc.pty.remove({ ptyID: pty.id });
