@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { Session } from "../../../../shared/session.js";
 import type { SessionAsked } from "../../../rpc.js";
 import { SESSION_ID } from "../../schemas.js";
+import { shellExitCode } from "../exit-code.js";
 
 /** Daytona's id names a ptybroker session of the caller's tenant as it is: the same charset and length. */
 export const DAYTONA_ID = SESSION_ID;
@@ -115,25 +116,6 @@ const STATUS_TEXT: Record<number, string> = {
   503: "Service Unavailable",
 };
 
-/** Linux signal numbers: a process killed by one exits, as a shell reports it, with 128 + its number. */
-const SIGNAL_NUMBERS: Record<string, number> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGILL: 4,
-  SIGTRAP: 5,
-  SIGABRT: 6,
-  SIGBUS: 7,
-  SIGFPE: 8,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGSEGV: 11,
-  SIGUSR2: 12,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
-
 /** The close Daytona's daemon sends when a PTY's process ends: its code and its reason's JSON. */
 export interface ExitClose {
   code: 1000 | 1011;
@@ -148,9 +130,7 @@ export interface ExitClose {
  * with `{"error"}`, which the SDK's PtyHandle reports as its error.
  */
 export function exitClose(session: Session): ExitClose {
-  let exitCode: number | null = session.exitCode;
-  if (session.reason === "deleted") exitCode = 137;
-  else if (exitCode === null && session.signal) exitCode = 128 + (SIGNAL_NUMBERS[session.signal] ?? 0);
+  const exitCode = session.reason === "deleted" ? 137 : shellExitCode(session);
   if (exitCode === null) {
     const error = session.error ?? `PTY session ${session.status} (${session.reason ?? "unknown"})`;
     return { code: 1011, reason: closeReason({ error }) };

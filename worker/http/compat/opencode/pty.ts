@@ -7,6 +7,7 @@ import type { Session } from "../../../../shared/session.js";
 import { bearer, tenantForKey } from "../../../auth/auth.js";
 import type { Env } from "../../../env.js";
 import { SESSION_ID } from "../../schemas.js";
+import { shellExitCode } from "../exit-code.js";
 
 /** OpenCode's `Pty`; `exitCode` once it has exited (its v2 type has it). */
 export interface Pty {
@@ -20,24 +21,9 @@ export interface Pty {
   exitCode?: number;
 }
 
-const SIGNAL_NUMBERS: Record<string, number> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGABRT: 6,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGSEGV: 11,
-  SIGUSR2: 12,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
-
 /** An exit code as a shell reports it: the process's own, or 128 + the signal that ended it. */
 export function exitCodeOf(session: Session): number {
-  if (session.exitCode !== null) return session.exitCode;
-  return 128 + (session.signal ? (SIGNAL_NUMBERS[session.signal] ?? 0) : 0);
+  return shellExitCode(session) ?? 128;
 }
 
 /** How OpenCode names a terminal it was given no title for. */
