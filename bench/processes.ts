@@ -63,17 +63,23 @@ export async function sessionFlood(stack: BenchStack, bytes: number, pty: boolea
   const session = await stack.api.create({ pty, command: "/bin/sh", args: ["-c", script] });
   const term = await stackTerm(stack, session.id);
   try {
-    const waitFor = (count: number) =>
-      new Promise<number>((resolve) => {
+    // Within a deadline, so that a flood that never comes fails this row instead of the bench.
+    const waitFor = (count: number, deadlineMs: number) =>
+      new Promise<number>((resolve, reject) => {
         if (term.received >= count) return resolve(performance.now());
+        const timer = setTimeout(() => {
+          off();
+          reject(new Error(`${pty ? "PTY" : "pty: false"} flood: ${term.received} of ${count} bytes after ${deadlineMs} ms; the edge said: ${term.errors?.join("; ") || "nothing"}`));
+        }, deadlineMs);
         const off = term.onData(() => {
           if (term.received < count) return;
           off();
+          clearTimeout(timer);
           resolve(performance.now());
         });
       });
-    await waitFor(1);
-    const done = waitFor(bytes + 1);
+    await waitFor(1, 30_000);
+    const done = waitFor(bytes + 1, 120_000);
     const started = performance.now();
     term.send("\n");
     const ended = await done;

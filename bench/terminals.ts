@@ -18,6 +18,8 @@ export interface BenchTerm {
   readonly cuts: number;
   /** Bytes read from the socket(s), framing and compression included; 0 for node-pty. */
   readonly wireBytes: number;
+  /** The edge's `error` messages to this client (a refused input, say); none for node-pty. */
+  readonly errors?: readonly string[];
   close(): Promise<void>;
 }
 
@@ -45,6 +47,8 @@ export async function stackTerm(
   let acked = 0;
   let cuts = 0;
   let received = 0;
+  /** The edge's `error` messages (a refused input, say), in order. */
+  const errors: string[] = [];
   /** Bytes read by the sockets closed so far, and the open one's TCP socket. */
   let wireClosed = 0;
   let tcp: { bytesRead: number } | undefined;
@@ -88,7 +92,8 @@ export async function stackTerm(
       ws.on("message", (data: Buffer, isBinary) => {
         if (!isBinary) {
           return inOrder(() => {
-            const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number };
+            const message = JSON.parse(data.toString("utf8")) as { type: string; offset?: number; code?: string; message?: string };
+            if (message.type === "error") errors.push(`${message.code}: ${message.message}`);
             if (message.type === "live") {
               next ??= message.offset;
               resolve();
@@ -139,6 +144,7 @@ export async function stackTerm(
     get received() {
       return received;
     },
+    errors,
     get wireBytes() {
       return wireClosed + (tcp?.bytesRead ?? 0);
     },
