@@ -164,9 +164,12 @@ describe("per-runner credentials", () => {
       });
     const token = await globexApi.request<{ token: string }>("POST", `/v1/sessions/${hosted.id}/tokens`, { role: "viewer" });
     const incarnation = JSON.parse(Buffer.from(token.body.token.split(".")[1], "base64url").toString()).inc as string;
+    // The whole prompt: bash writes `\e[?2004h` and its prompt apart, and nothing more comes
+    // until it is typed into, so the offset stays put while the reports below run.
     const offset = await until(async () => {
       const at = (await globexApi.get(hosted.id)).offset;
-      return at > 1 ? at : undefined;
+      if (at <= 1) return undefined;
+      return (await globexApi.outputRange(hosted.id, 0, at)).toString("utf8").endsWith("$ ") ? at : undefined;
     }, 10_000, "the prompt");
     expect((await report("globex", hosted.id, { incarnation, from: 1 })).status).toBe(401);
     expect((await report("globex", hosted.id, { incarnation, from: 1 }, keys.globex)).status).toBe(401);
