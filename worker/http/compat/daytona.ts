@@ -1,4 +1,4 @@
-// Daytona's toolbox PTY API under `/compat/daytona/:sandbox` (DESIGN §14; docs/protocol.md,
+// Daytona's toolbox PTY API under `/compat/daytona/:sandbox` (docs/protocol.md,
 // "Compatibility: Daytona"): a thin translation onto the same session objects, tenant index and
 // limits as `/v1`. `:sandbox` is accepted and ignored; the tenant comes from the API key
 // (`Authorization: Bearer`). Daytona's PTY id is the ptybroker session id of the caller's tenant,

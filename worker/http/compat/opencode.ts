@@ -1,6 +1,6 @@
 // `/compat/opencode`: OpenCode's PTY API (its `/pty` routes, its PTY WebSocket and its event
 // stream) over ptybroker's sessions, so that `@opencode-ai/sdk` and OpenCode's web terminal work
-// with only their base URL changed (DESIGN §14; docs/protocol.md, "Compatibility: OpenCode").
+// with only their base URL changed (docs/protocol.md, "Compatibility: OpenCode").
 // A thin translation: sessions are made by `createSession` and reached through the same objects
 // as `/v1`, so a PTY made here is a session there and the reverse.
 import { type Context, Hono } from "hono";
