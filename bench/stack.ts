@@ -49,6 +49,9 @@ export async function startBenchStack(options: BenchStackOptions = {}): Promise<
     });
     await waitForRunners(edge.url, runnerToken, 1);
   } catch (error) {
+    // A runner that never registered says why in its log (a missing bwrap, say: `npm test`'s
+    // pretest installs the tools the stack needs).
+    if (runner) console.error(`the bench's runner printed:\n${runner.output().slice(-2000)}`);
     await runner?.stop();
     await edge?.stop();
     await redis.stop();

@@ -70,6 +70,9 @@ export class HostedSession {
   private released = false;
   private appendFailing = false;
   private retainedReported = 0;
+  /** Input bytes taken from the edge over all links, and whether stdin was closed (pipes): told at each resume. */
+  private inputTaken = 0;
+  private stdinClosed = false;
   private retainedCheckedAt = 0;
   /** Why the runner itself ended the process, reported with its exit. */
   private endReason: "drain" | "oom" | undefined;
@@ -261,8 +264,10 @@ export class HostedSession {
   private onLinkMessage(data: Buffer, isBinary: boolean): void {
     if (isBinary) {
       const frame = decodeFrame(data);
-      if (frame.op === "input") this.writeInput(frame.data);
-      else log.warn("link.frame", { key: this.key, outcome: "bad_op" });
+      if (frame.op === "input") {
+        this.inputTaken += frame.data.byteLength;
+        this.writeInput(frame.data);
+      } else log.warn("link.frame", { key: this.key, outcome: "bad_op" });
       return;
     }
     const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), MAX_EDGE_MESSAGE_BYTES);
@@ -285,6 +290,7 @@ export class HostedSession {
         case "resize":
           return this.resize(message.cols, message.rows);
         case "eof":
+          if (this.spawn.spec.pty === false) this.stdinClosed = true;
           return this.proc?.closeStdin();
         case "signal":
           return this.proc?.signalForeground(message.signal);
@@ -361,6 +367,10 @@ export class HostedSession {
   private onResume(offset: number): void {
     // Before the process starts: nothing it writes may be trimmed until the edge holds it.
     this.outputLog.hold(this.key, offset);
+    // First on every link: the edge holds input until it hears what this side took, then sends
+    // again what a dead link lost (docs/protocol.md §7, "Input across a new link").
+    const eof = this.spawn.spec.pty === false ? { eof: this.stdinClosed } : {};
+    this.send({ type: "input_state", full: this.inputGate.isFull, taken: this.inputTaken, ...eof });
     if (!this.ended) this.startProcess();
     if (this.startFailure !== undefined) {
       this.send({ type: "failed", error: this.startFailure });
@@ -374,8 +384,6 @@ export class HostedSession {
     // Said once even if the process ended before the link opened (its exit follows through the delivery).
     if (!this.exited || !this.startReported) this.send({ type: "started", pid: this.proc.pid, ...isolation().report(this.key) });
     this.startReported = true;
-    // A new link (or a restarted edge) starts without the input state: tell it again.
-    this.send({ type: "input_state", full: this.inputGate.isFull });
     // A `retained` sent while the link was down was lost with it.
     if (this.retainedReported > 0) this.send({ type: "retained", from: this.retainedReported });
     this.delivery.resume(offset);

@@ -370,8 +370,18 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
     to: offsetSchema,
     error: z.string().optional(),
   }),
-  /** input waiting for the process passed its bound (`full`), or has drained (edge: refuse or accept input) */
-  z.object({ type: z.literal("input_state"), full: z.boolean() }),
+  /**
+   * input waiting for the process passed its bound (`full`), or has drained (edge: refuse or
+   * accept input). The one that answers a `resume` also says how many input bytes the runner has
+   * taken for the session over all its links (`taken`) and whether its stdin is closed (`eof`,
+   * pipes): the edge sends again what a dead link lost (docs/protocol.md §7).
+   */
+  z.object({
+    type: z.literal("input_state"),
+    full: z.boolean(),
+    taken: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    eof: z.boolean().optional(),
+  }),
   /** input that arrived while the bound was passed was dropped */
   z.object({ type: z.literal("input_dropped"), bytes: z.number().int().min(0) }),
   /** the output log may have lost data (Redis came back after an outage): drop copies of it */

@@ -30,6 +30,8 @@ export interface TcpProxy {
   swallow(on: boolean): void;
   /** Bytes discarded by `swallow` so far. */
   swallowed(): number;
+  /** Bytes the target sent into a blackhole so far (lost on their way to the client). */
+  blackholed(): number;
   /** Connections open now (client and upstream pairs). */
   connections(): number;
   /** Cuts every connection and stops listening. */
@@ -65,8 +67,10 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
   /** Held connections that lost bytes in the blackhole, either way: the ones `strand` leaves stalled. */
   const caught = new Set<Socket>();
   /** In a blackhole a socket's bytes are read and dropped, as a dead network drops packets. */
-  const drop = (socket: Socket, pair: Socket[]) => {
-    socket.on("data", () => {
+  let fromTargetDropped = 0;
+  const drop = (socket: Socket, pair: Socket[], fromTarget = false) => {
+    socket.on("data", (chunk: Buffer) => {
+      if (fromTarget) fromTargetDropped += chunk.byteLength;
       for (const s of pair) caught.add(s);
     });
     socket.resume();
@@ -135,7 +139,7 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
         gate.unpipe(upstream);
         upstream.unpipe(client);
         drop(client, [client, upstream]);
-        drop(upstream, [client, upstream]);
+        drop(upstream, [client, upstream], true);
         held.add(client);
         held.add(upstream);
       }
@@ -168,6 +172,7 @@ export function startProxy(targetPort: number): Promise<TcpProxy> {
           swallowing = on;
         },
         swallowed: () => swallowedBytes,
+        blackholed: () => fromTargetDropped,
         connections: () => pairs.size,
         close: () =>
           new Promise<void>((done) => {

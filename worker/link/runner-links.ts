@@ -13,9 +13,11 @@ import {
   type OutputStream,
   RunnerLinkMessage,
   decodeFrame,
+  encodeInput,
   parseMessage,
 } from "../../shared/protocol.js";
 import { runnerFromHeaders, secretsEqual } from "../auth/auth.js";
+import { InputLedger } from "./input-ledger.js";
 import type { LinkCalls } from "./link-calls.js";
 import type { LogReads } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
@@ -42,6 +44,8 @@ export class RunnerLinks {
   private ackTimer: ReturnType<typeof setTimeout> | undefined;
   /** The runner says input waiting for the process is past its bound. */
   private inputFull = false;
+  /** Input sent on host links, kept until the runner has said it took it (input-ledger.ts). */
+  private readonly input = new InputLedger();
   /**
    * Whether the edge's offset is known to hold every byte it ever fanned out (offsetExact).
    * Woken with its host link open, the object was hibernating, which it does only with its
@@ -90,6 +94,7 @@ export class RunnerLinks {
       for (const old of this.ctx.getWebSockets(Tag.Host)) closeQuietly(old, 1000, "replaced by a new link");
       this.ctx.acceptWebSocket(server, [Tag.Host]);
       this.lastActivity = Date.now();
+      this.input.linkOpened();
       this.port.hostLinked();
       const offset = this.port.offset();
       sendQuietly(server, JSON.stringify({ type: "resume", offset } satisfies EdgeLinkMessage));
@@ -131,14 +136,35 @@ export class RunnerLinks {
     if (link) sendQuietly(link, JSON.stringify(message));
   }
 
-  sendBytes(frame: Uint8Array): void {
+  /**
+   * Input for the process (at most MAX_INPUT_BYTES), on the host link; kept so that a link that
+   * dies with it can be made whole, and held while a new link waits for the runner's count.
+   */
+  sendInput(bytes: Uint8Array): void {
+    const now = this.input.input(bytes);
+    if (now !== "held") this.sendBytes(encodeInput(now));
+  }
+
+  private sendBytes(frame: Uint8Array): void {
     const link = this.host();
     if (link) sendQuietly(link, frame);
   }
 
-  /** Whether the runner has said that the process is not taking its input. */
+  /**
+   * The runner's count of input taken, after a `resume`: what a dead link lost is sent again,
+   * then what waited, then the stdin's end if the runner missed it (docs/protocol.md §7).
+   */
+  private runnerTook(taken: number | undefined, eof: boolean | undefined): void {
+    const { resend, lost, held } = this.input.runnerTook(taken);
+    for (const piece of [...resend, ...held]) this.sendBytes(encodeInput(piece));
+    const resent = resend.reduce((sum, piece) => sum + piece.byteLength, 0);
+    if (resent > 0 || lost > 0) log.warn("link.input", { key: this.port.keyForLog(), outcome: lost > 0 ? "lost" : "resent", resent, lost });
+    if (eof === false && this.port.stdinClosed()) this.send({ type: "eof" });
+  }
+
+  /** Whether the runner has said that the process is not taking its input, or a new link holds enough of it. */
   get inputRefused(): boolean {
-    return this.inputFull;
+    return this.inputFull || this.input.full;
   }
 
   /** The session ended: its host links close (the runner confirms the exit by that). */
@@ -204,6 +230,8 @@ export class RunnerLinks {
     if (!host) return log.warn("link.message", { key: this.port.keyForLog(), outcome: "reader_sent", type: msg.type });
     switch (msg.type) {
       case "input_state":
+        if (msg.taken !== undefined || this.input.waiting) this.runnerTook(msg.taken, msg.eof);
+        if (msg.full === this.inputFull) return;
         this.inputFull = msg.full;
         return log.info("session.input", { key: this.port.keyForLog(), outcome: msg.full ? "full" : "drained" });
       default:
@@ -301,6 +329,8 @@ export interface LinkPort {
   offsetExact(): void;
   /** A host link opened (a grace that was running ends). */
   hostLinked(): void;
+  /** `pty: false`: a client sent eof (the runner is told again if a dead link lost it). */
+  stdinClosed(): boolean;
   /** The host link closed and no other is open. */
   hostGone(code: number): Promise<void>;
   keyForLog(): string | null;

@@ -92,6 +92,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
       logMaybeLost: () => this.clients.forgetCache(),
       offsetExact: () => this.clients.refuseAhead(),
       hostLinked: () => this.timers.set("grace", undefined),
+      stdinClosed: () => this.record.stdinClosed,
       hostGone: (code) => this.end.hostGone(code),
       keyForLog: () => this.keyForLog(),
     });
@@ -122,7 +123,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
         offset: () => this.record.offset,
         hasHost: () => this.links.host() !== undefined,
         inputRefused: () => this.links.inputRefused,
-        sendBytes: (frame) => this.links.sendBytes(frame),
+        sendInput: (bytes) => this.links.sendInput(bytes),
         send: (message) => this.links.send(message),
         applyResize: (cols, rows) => this.applyResize(cols, rows),
         noteActivity: (now) => this.timers.noteActivity(now),

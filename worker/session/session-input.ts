@@ -5,7 +5,7 @@
 // its session through the port.
 import { type Failure, fail } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
-import { type EdgeLinkMessage, encodeInput } from "../../shared/protocol.js";
+import type { EdgeLinkMessage } from "../../shared/protocol.js";
 import { type SessionStatus, type SignalName, isTerminal } from "../../shared/session.js";
 import type { IdempotencyKeys } from "../agent/idempotency.js";
 import type { SizePolicy } from "./size-policy.js";
@@ -153,7 +153,7 @@ export class SessionInput {
   /** Input frames of at most MAX_INPUT_BYTES each, in order on the host link. */
   private write(bytes: Uint8Array): void {
     const max = this.port.maxInputBytes();
-    for (let at = 0; at < bytes.byteLength; at += max) this.port.sendBytes(encodeInput(bytes.subarray(at, at + max)));
+    for (let at = 0; at < bytes.byteLength; at += max) this.port.sendInput(bytes.slice(at, at + max));
   }
 
   /** Closes the process's stdin after the input sent before it (a terminal gets Ctrl+D instead). */
@@ -178,7 +178,8 @@ export interface InputPort {
   hasHost(): boolean;
   /** The runner said the process is not taking its input. */
   inputRefused(): boolean;
-  sendBytes(frame: Uint8Array): void;
+  /** Input on the host link (runner-links.ts keeps it until the runner has it). */
+  sendInput(bytes: Uint8Array): void;
   send(message: EdgeLinkMessage): void;
   applyResize(cols: number, rows: number): void;
   noteActivity(now: number): void;
