@@ -130,6 +130,23 @@ describe("CORS", () => {
     await api.destroy(s.id);
   });
 
+  it("lets a page on a listed origin retitle and resize an OpenCode PTY (PUT on /compat), and blocks a page on another", async () => {
+    const api = new Api(edge.url, KEY);
+    const s = await api.create({ command: "/bin/bash", args: ["--norc", "--noprofile"] });
+    const put = (page: Page) =>
+      pageFetch(page, `${edge.url}/compat/opencode/pty/${s.id}`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ title: "from-a-page", size: { cols: 101, rows: 33 } }),
+      });
+    const renamed = await put(await openPage(allowedOrigin));
+    expect(renamed).toMatchObject({ ok: true, status: 200 });
+    expect(JSON.parse(renamed.body ?? "")).toMatchObject({ id: s.id, title: "from-a-page" });
+    expect(await api.get(s.id)).toMatchObject({ label: "from-a-page", cols: 101, rows: 33 });
+    expect(await put(await openPage(otherOrigin))).toEqual({ ok: false, error: "TypeError: Failed to fetch" });
+    await api.destroy(s.id);
+  });
+
   it("answers preflights from listed origins without credentials, and gives other origins no CORS headers", async () => {
     const preflight = (origin: string) =>
       fetch(`${edge.url}/v1/sessions/anything/input`, {
@@ -147,7 +164,7 @@ describe("CORS", () => {
     };
     expect(cors(allowed)).toEqual({
       "access-control-allow-origin": allowedOrigin,
-      "access-control-allow-methods": "GET,POST,PATCH,DELETE",
+      "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE",
       "access-control-allow-headers": "Authorization,Content-Type,Last-Event-ID,Idempotency-Key",
       "access-control-expose-headers": "X-Offset-From,X-Offset-To,X-Offset,X-Cols,X-Rows,Retry-After",
       "access-control-max-age": "600",

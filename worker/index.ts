@@ -28,6 +28,7 @@ app.use("*", async (c, next) => {
 
 // Before authentication: preflights from allowed origins are answered without credentials.
 app.use("/v1/*", apiCors);
+app.use("/compat/*", apiCors);
 app.use("/healthz", apiCors);
 
 // `instance` names this edge when EDGE_INSTANCE is set (a local start's readiness check, scripts/stack.ts).

@@ -1,4 +1,4 @@
-// CORS for the REST API (`/v1/*`, `/healthz`): pages on the origins in `CORS_ORIGINS`
+// CORS for the REST API (`/v1/*`, `/compat/*`, `/healthz`): pages on the origins in `CORS_ORIGINS`
 // (comma-separated; `*` for any; default none) may call it from a browser with a session token
 // or an API key in `Authorization`. Preflights from those origins are answered here, before
 // authentication (a browser sends them without credentials). Requests from any other origin
@@ -12,7 +12,8 @@ import { log } from "../../shared/log.js";
 import type { Env } from "../env.js";
 
 export const CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "Last-Event-ID", "Idempotency-Key"];
-export const CORS_ALLOW_METHODS = ["GET", "POST", "PATCH", "DELETE"];
+// PUT: OpenCode's compatibility surface retitles and resizes with it (docs/protocol.md, "Compatibility: OpenCode").
+export const CORS_ALLOW_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 export const CORS_EXPOSE_HEADERS = ["X-Offset-From", "X-Offset-To", "X-Offset", "X-Cols", "X-Rows", "Retry-After"];
 /** How long a browser may cache a preflight's answer. */
 const PREFLIGHT_MAX_AGE_SEC = 600;

@@ -46,6 +46,8 @@ export class RunnerLinks {
   private inputFull = false;
   /** Input sent on host links, kept until the runner has said it took it (input-ledger.ts). */
   private readonly input = new InputLedger();
+  /** An eof came while a new link waited for the runner's count: it follows the held input. */
+  private eofHeld = false;
   /**
    * Whether the edge's offset is known to hold every byte it ever fanned out (offsetExact).
    * Woken with its host link open, the object was hibernating, which it does only with its
@@ -159,7 +161,15 @@ export class RunnerLinks {
     for (const piece of [...resend, ...held]) this.sendBytes(encodeInput(piece));
     const resent = resend.reduce((sum, piece) => sum + piece.byteLength, 0);
     if (resent > 0 || lost > 0) log.warn("link.input", { key: this.port.keyForLog(), outcome: lost > 0 ? "lost" : "resent", resent, lost });
-    if (eof === false && this.port.stdinClosed()) this.send({ type: "eof" });
+    // Once: an eof that waited behind held input, or one a dead link lost (pipes).
+    if (this.eofHeld || (eof === false && this.port.stdinClosed())) this.send({ type: "eof" });
+    this.eofHeld = false;
+  }
+
+  /** The end of stdin (a terminal: Ctrl+D), after the input before it: it waits with held input. */
+  sendEof(): void {
+    if (this.input.waiting) this.eofHeld = true;
+    else this.send({ type: "eof" });
   }
 
   /** Whether the runner has said that the process is not taking its input, or a new link holds enough of it. */

@@ -124,6 +124,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
         hasHost: () => this.links.host() !== undefined,
         inputRefused: () => this.links.inputRefused,
         sendInput: (bytes) => this.links.sendInput(bytes),
+        sendEof: () => this.links.sendEof(),
         send: (message) => this.links.send(message),
         applyResize: (cols, rows) => this.applyResize(cols, rows),
         noteActivity: (now) => this.timers.noteActivity(now),

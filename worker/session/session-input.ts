@@ -158,7 +158,7 @@ export class SessionInput {
 
   /** Closes the process's stdin after the input sent before it (a terminal gets Ctrl+D instead). */
   private eof(): void {
-    this.port.send({ type: "eof" });
+    this.port.sendEof();
     if (!this.port.isTty()) this.port.closeStdin();
   }
 }
@@ -180,6 +180,8 @@ export interface InputPort {
   inputRefused(): boolean;
   /** Input on the host link (runner-links.ts keeps it until the runner has it). */
   sendInput(bytes: Uint8Array): void;
+  /** The end of stdin, after the input sent before it (runner-links.ts). */
+  sendEof(): void;
   send(message: EdgeLinkMessage): void;
   applyResize(cols: number, rows: number): void;
   noteActivity(now: number): void;
