@@ -45,7 +45,12 @@ export class RunnerLinks {
   /** The runner says input waiting for the process is past its bound. */
   private inputFull = false;
   /** Input sent on host links, kept until the runner has said it took it (input-ledger.ts). */
-  private readonly input = new InputLedger();
+  private input = new InputLedger();
+  /**
+   * The link token (one per incarnation) whose process the ledger counts for: a purged id
+   * created again is another process, which must never be sent the old one's input.
+   */
+  private inputFor: string | undefined;
   /** An eof came while a new link waited for the runner's count: it follows the held input. */
   private eofHeld = false;
   /**
@@ -96,6 +101,11 @@ export class RunnerLinks {
       for (const old of this.ctx.getWebSockets(Tag.Host)) closeQuietly(old, 1000, "replaced by a new link");
       this.ctx.acceptWebSocket(server, [Tag.Host]);
       this.lastActivity = Date.now();
+      if (credentials.linkToken !== this.inputFor) {
+        this.input = new InputLedger();
+        this.eofHeld = false;
+        this.inputFor = credentials.linkToken;
+      }
       this.input.linkOpened();
       this.port.hostLinked();
       const offset = this.port.offset();
