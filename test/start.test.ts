@@ -232,6 +232,7 @@ function notPrivate(root: string): { checked: string[]; open: string[] } {
  */
 const GIVEN_VARS = {
   RUNNER_SECRET: "start-test-runner-secret",
+  ADMIN_KEY: "start-test-admin-key",
   MAX_SESSIONS_PER_TENANT: "101",
   MAX_CLIENTS_PER_SESSION: "33",
   MAX_INPUT_BYTES: "65537",
