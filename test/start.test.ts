@@ -305,7 +305,7 @@ describe("npm start, as it runs", () => {
       expect([name, (secret ? secrets : plain).get(name)]).toEqual([name, value]);
       expect([name, (secret ? plain : secrets).has(name)]).toEqual([name, false]);
     }
-    expect([...secrets.keys()].sort()).toEqual(["API_KEYS", "RUNNER_SECRET", "RUNNER_TOKEN", "TOKEN_SECRET"]);
+    expect([...secrets.keys()].sort()).toEqual(["ADMIN_KEY", "API_KEYS", "RUNNER_SECRET", "RUNNER_TOKEN", "TOKEN_SECRET"]);
     expect(plain.get("EDGE_INSTANCE")).toMatch(/^[\w-]{32}$/);
   });
 
