@@ -4,10 +4,14 @@
 // expiry (401 naming since when), revocation (the next request is 401, the key's sockets and
 // streams close with 4011 and its session tokens are 401), tenant limits applied from the next
 // request, a tenant's delete (its sessions ended and purged, its keys 401), bad bodies (400,
-// nothing changed), and an edge without ADMIN_KEY, where /admin/* is 404 like an unknown route.
+// nothing changed), `ptybroker keys`, and an edge without ADMIN_KEY, where /admin/* is 404 like
+// an unknown route.
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CloseCode } from "../shared/errors.js";
-import { secret } from "../scripts/stack.js";
+import { ROOT, secret } from "../scripts/stack.js";
 import { Api, EventStreamClient, SuiteCleanup, type SuiteStack, TermClient, startSuiteStack, tenantEvents, until } from "./harness.js";
 
 const ADMIN_KEY = secret();
@@ -164,6 +168,27 @@ describe("scopes", () => {
     expect((await narrow.request("GET", "/v1/sessions")).status).toBe(401);
     // An API_KEYS key has every scope.
     expect((await new Api(url, STATIC.key).request("GET", "/v1/keys")).status).toBe(200);
+  });
+});
+
+describe("CLI", () => {
+  it("ptybroker keys creates (the key printed once), lists and revokes the tenant's keys", async () => {
+    const { ownerKey } = await newTenant("cli");
+    const cli = (...args: string[]) =>
+      promisify(execFile)("node", [join(ROOT, "bin/ptybroker.js"), "keys", ...args], {
+        env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: ownerKey.key },
+        encoding: "utf8",
+      });
+    const made = await cli("create", "ci", "--scope", "sessions:read", "--json");
+    const key = JSON.parse(made.stdout) as Minted;
+    expect(key.scopes).toEqual(["sessions:read"]);
+    expect((await new Api(url, key.key).request("GET", "/v1/sessions")).status).toBe(200);
+    const listed = (await cli()).stdout;
+    expect(listed).toMatch(/^ID\s+NAME\s+SCOPES\s+CREATED\s+LAST USED\s+EXPIRES\n/);
+    expect(listed).toContain(`${key.keyId}  ci`);
+    expect(listed).not.toContain(key.key);
+    expect((await cli("revoke", key.keyId)).stdout).toBe(`${key.keyId}: revoked\n`);
+    expect((await new Api(url, key.key).request("GET", "/v1/sessions")).status).toBe(401);
   });
 });
 
