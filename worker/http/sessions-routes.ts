@@ -92,6 +92,20 @@ async function clientHeaders(c: Ctx, headers: Headers, role: string): Promise<He
   return headers;
 }
 
+/**
+ * A client let in with a minted key (or a token it minted) whose key was revoked meanwhile: its
+ * revoke may have reached this session before the client was there, so the key is asked again
+ * once the client is, and the session closes what that key opened (4011). A revoke deletes the
+ * key before it reaches the sessions, so either this check or the revoke's own closing sees the
+ * client. `API_KEYS` keys are not revoked this way and are not asked.
+ */
+async function closeIfRevoked(c: Ctx, stub: ReturnType<typeof sessionStub>): Promise<void> {
+  const { keyId, tenant } = c.get("principal");
+  if (keyId === undefined || !keyId.startsWith("k")) return;
+  const alive = await tenantStub(c.env, tenant).keyAlive(keyId);
+  if (!alive.ok) await stub.closeKey(keyId);
+}
+
 function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
   if (encoding === "utf8") return new TextEncoder().encode(data);
   const bytes = base64ToBytes(data);
@@ -246,6 +260,7 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
   const headers = await clientHeaders(c, new Headers(), role);
   if (from !== undefined) headers.set("x-ptyb-from", from);
   const res = await stub.fetch(new Request("https://session/stream", { headers }));
+  await closeIfRevoked(c, stub);
   // A refusal comes back as the object's error body (not found, a start past the end, no slot).
   if (!res.ok) throw await refusal(res);
   return res;
@@ -309,5 +324,6 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
     headers.delete("sec-websocket-extensions");
   }
   const res = await stub.fetch(new Request("https://session/connect", { headers }));
+  await closeIfRevoked(c, stub);
   return compress === "deflate" && !raw ? withoutSocketCompression(res) : res;
 });
