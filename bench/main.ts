@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick] [--runs N] [--only 1,2,...] [--knobs] [--no-write] [--viewers 1,50] [--flood-mb N] [--flood-random]`: the measurements
 // of issue 6 (and of the agent layer, issue 15: rows 9–12; processes without a terminal, issue 16:
-// rows 13–14; the session sandbox, issue 23: rows 15–16) against the local stack (wrangler dev → workerd, a real redis-server, one runner),
+// rows 13–14; the session sandbox, issue 23: rows 15–16; keys as data, issue 28: row 19) against the local stack (wrangler dev → workerd, a real redis-server, one runner),
 // each beside a baseline measured in the same run (node-pty in this process; WeTTY for row 6).
 // Prints the table and writes it into docs/benchmarks.md with the machine, the command and the
 // date. This file reads the flags, starts the stacks and runs the wanted rows in order; what each
@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ROOT } from "../scripts/stack.js";
+import { ROOT, secret } from "../scripts/stack.js";
 import { measureKnobs } from "./knobs.js";
 import { attachRows, expectRows, runRows } from "./rows/agent.js";
 import { idleCostRows } from "./rows/idle-cost.js";
@@ -18,6 +18,7 @@ import { peerRows } from "./rows/peer.js";
 import { execRows, pipeFloodRows } from "./rows/processes.js";
 import { emulatorRows } from "./rows/emulator.js";
 import { type BenchConfig, type Row, failedRow } from "./rows/row.js";
+import { keyRows } from "./rows/keys.js";
 import { sandboxRows } from "./rows/sandbox.js";
 import { scaleRows } from "./rows/scale.js";
 import { type EchoSamples, echoRows, fanOutRows, floodNeighbourRows, interruptRows, replayRows, throughputRows } from "./rows/terminal.js";
@@ -55,6 +56,7 @@ const config: BenchConfig = {
   idleSessions: quick ? 10 : 25,
   idleWindowSec: quick ? 30 : 120,
   sandboxTrips: quick ? 20 : 50,
+  keyCreates: quick ? 30 : 100,
 };
 const only = values.only ? new Set(values.only.split(",").map(Number)) : undefined;
 const wanted = (row: number) => !only || only.has(row);
@@ -78,8 +80,10 @@ const scaleOptions = scaleStackOptions(config.sessions);
 // before any flood has grown their heaps.
 if (wanted(5)) await guarded(5, "500 idle bash sessions", () => scaleRows(config, scaleOptions, progress));
 
+// Row 19 mints a key through the admin API.
+const adminKey = secret();
 const stack = await startBenchStack({
-  vars: { ...scaleOptions.vars, MAX_CLIENTS_PER_SESSION: "64" },
+  vars: { ...scaleOptions.vars, MAX_CLIENTS_PER_SESSION: "64", ADMIN_KEY: adminKey },
   runnerEnv: scaleOptions.runnerEnv,
 });
 progress(`stack up at ${stack.url}`);
@@ -111,6 +115,7 @@ try {
   if (wanted(13)) await guarded(13, "exec", () => execRows(stack, config, progress));
   if (wanted(14)) await guarded(14, "floods at a framed client", () => pipeFloodRows(stack, config, progress));
   if (wanted(17)) await guarded(17, "neighbour echo under a flood", () => floodNeighbourRows(stack, config, progress));
+  if (wanted(19)) await guarded(19, "create with a minted key", () => keyRows(stack, adminKey, config, progress));
 } finally {
   await stack.stop();
 }

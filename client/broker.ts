@@ -10,6 +10,7 @@ import type {
   SessionStatus,
   SignalName,
 } from "../shared/session.js";
+import { KeyCalls } from "./keys.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PATIENCE_NEEDED_SEC } from "./patience.js";
 import { isFatal, PtyBrokerError } from "./errors.js";
@@ -137,6 +138,11 @@ export class PtyBroker {
   /** The edge's base URL, without a trailing slash. */
   get url(): string {
     return this.http.base;
+  }
+
+  /** The tenant's API keys (`/v1/keys`): list, create, revoke; needs a key with every scope. */
+  get keys(): KeyCalls {
+    return new KeyCalls(this.http);
   }
 
   /**

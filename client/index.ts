@@ -29,6 +29,8 @@ export {
 } from "./agent.js";
 export { EventStream, type BrokerEvent, type SessionEvent, type GapEvent, type EventsOptions } from "./events.js";
 export { PtyBrokerError, type ClientErrorCode } from "./errors.js";
+export { KeyCalls, type CreateKeyOptions } from "./keys.js";
+export { KEY_SCOPES, type KeyScope, type KeyInfo, type MintedKey } from "../shared/keys.js";
 export type {
   Session,
   SessionStatus,

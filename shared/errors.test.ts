@@ -125,6 +125,7 @@ describe("CloseCode", () => {
       NotFound: 4004,
       SlowConsumer: 4008,
       SessionEnded: 4010,
+      KeyRevoked: 4011,
       Resync: 4409,
     });
   });

@@ -83,6 +83,8 @@ export const CloseCode = {
   NotFound: 4004,
   SlowConsumer: 4008,
   SessionEnded: 4010,
+  /** the API key the client connected with (or that minted its session token) was revoked */
+  KeyRevoked: 4011,
   /** edge → runner link: output skipped ahead of what the edge holds; redial and resume */
   Resync: 4409,
 } as const;

@@ -501,6 +501,8 @@ export const SpawnSpecSchema = z.object({
   /** what the client asked for; absent: the runner's default */
   network: z.enum(SESSION_NETWORKS).optional(),
   limits: z.object(LIMITS_ASKED).optional(),
+  /** the tenant's maxima: a limit not asked for is the runner's default, but at most this */
+  limitsMax: z.object(LIMITS_ASKED).optional(),
 });
 
 /** edge → runner */

@@ -57,8 +57,8 @@ export interface SessionLimits {
 /** The least a create may ask for. */
 export const SESSION_LIMITS_MIN = { memoryMiB: 32, pids: 8, cpus: 0.05 } as const;
 /**
- * The most a create may ask for: every tenant's maximum until tenants' limits become data (a
- * later issue). More is refused with 400 naming the field and this maximum.
+ * The most a create may ask for: every tenant's maximum unless the admin API set a lower one for
+ * the tenant. More is refused with 400 naming the field and the maximum.
  */
 export const SESSION_LIMITS_MAX = { memoryMiB: 16384, pids: 4096, cpus: 8 } as const;
 
@@ -112,6 +112,11 @@ export interface SpawnSpec {
   /** What the client asked for; absent: the runner's default. */
   network?: SessionNetwork;
   limits?: Partial<SessionLimits>;
+  /**
+   * The tenant's maxima (admin API): a limit the create did not ask for is the runner's default,
+   * but at most this. Absent: no maximum but SESSION_LIMITS_MAX.
+   */
+  limitsMax?: Partial<SessionLimits>;
 }
 
 export const DEFAULT_COMMAND = "/bin/bash";

@@ -13,6 +13,8 @@ export const WORKER_VARIABLES = {
   RUNNER_SECRET: { secret: true },
   /** HMAC key of session tokens. */
   TOKEN_SECRET: { secret: true },
+  /** Authorizes the admin API (`/admin/v1/*`); unset: every admin path answers 404. */
+  ADMIN_KEY: { secret: true },
   MAX_SESSIONS_PER_TENANT: { secret: false },
   MAX_CLIENTS_PER_SESSION: { secret: false },
   MAX_INPUT_BYTES: { secret: false },

@@ -232,6 +232,7 @@ function notPrivate(root: string): { checked: string[]; open: string[] } {
  */
 const GIVEN_VARS = {
   RUNNER_SECRET: "start-test-runner-secret",
+  ADMIN_KEY: "start-test-admin-key",
   MAX_SESSIONS_PER_TENANT: "101",
   MAX_CLIENTS_PER_SESSION: "33",
   MAX_INPUT_BYTES: "65537",
@@ -304,7 +305,7 @@ describe("npm start, as it runs", () => {
       expect([name, (secret ? secrets : plain).get(name)]).toEqual([name, value]);
       expect([name, (secret ? plain : secrets).has(name)]).toEqual([name, false]);
     }
-    expect([...secrets.keys()].sort()).toEqual(["API_KEYS", "RUNNER_SECRET", "RUNNER_TOKEN", "TOKEN_SECRET"]);
+    expect([...secrets.keys()].sort()).toEqual(["ADMIN_KEY", "API_KEYS", "RUNNER_SECRET", "RUNNER_TOKEN", "TOKEN_SECRET"]);
     expect(plain.get("EDGE_INSTANCE")).toMatch(/^[\w-]{32}$/);
   });
 

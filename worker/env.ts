@@ -3,7 +3,7 @@
 // The objects' bindings are typed by their RPC faces (rpc.ts), never by their classes, so that
 // nothing here imports an object's module.
 import type { WorkerVariable } from "../shared/worker-vars.js";
-import type { PoolRpc, SessionRpc, TenantRpc } from "./rpc.js";
+import type { PoolRpc, RegistryRpc, SessionRpc, TenantRpc } from "./rpc.js";
 
 /** The variables, one optional string each, from the one list in shared/worker-vars.ts. */
 export type WorkerVars = { readonly [K in WorkerVariable]?: string };
@@ -12,6 +12,7 @@ export interface Env extends WorkerVars {
   PTY_SESSION: DurableObjectNamespace<SessionRpc>;
   RUNNER_POOL: DurableObjectNamespace<PoolRpc>;
   TENANT: DurableObjectNamespace<TenantRpc>;
+  TENANT_REGISTRY: DurableObjectNamespace<RegistryRpc>;
 }
 
 export interface Limits {
@@ -73,6 +74,11 @@ export function sessionStub(env: Env, tenant: string, sessionId: string) {
 
 export function tenantStub(env: Env, tenant: string) {
   return env.TENANT.get(env.TENANT.idFromName(tenant));
+}
+
+/** The admin API's list of tenants (tenant/registry.ts); never on a tenant's own requests. */
+export function registryStub(env: Env) {
+  return env.TENANT_REGISTRY.get(env.TENANT_REGISTRY.idFromName("global"));
 }
 
 export function poolStub(env: Env) {

@@ -9,8 +9,10 @@ import { renderError } from "./http/errors.js";
 import { routeNotFound } from "./http/not-found.js";
 import { LogTrimmedBody, SESSION_ID } from "./http/schemas.js";
 import { validate } from "./http/validate.js";
+import { adminRoutes } from "./http/admin-routes.js";
 import { eventRoutes } from "./http/events-routes.js";
 import { execRoutes } from "./http/exec-routes.js";
+import { keysRoutes } from "./http/keys-routes.js";
 import { sessionRoutes } from "./http/sessions-routes.js";
 import { daytonaRoutes } from "./http/compat/daytona.js";
 import { openCodeRoutes } from "./http/compat/opencode.js";
@@ -18,6 +20,7 @@ import { openCodeRoutes } from "./http/compat/opencode.js";
 export { PtySession } from "./session/pty-session.js";
 export { RunnerPool } from "./pool/runner-pool.js";
 export { Tenant } from "./tenant/tenant.js";
+export { TenantRegistry } from "./tenant/registry.js";
 
 const app = new Hono<{ Bindings: Env; Variables: RunnerVariables }>();
 
@@ -37,6 +40,9 @@ app.get("/healthz", (c) => c.json(c.env.EDGE_INSTANCE ? { ok: true, instance: c.
 app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/events", eventRoutes);
 app.route("/v1/exec", execRoutes);
+app.route("/v1/keys", keysRoutes);
+// The admin API (ADMIN_KEY; unset: 404 as an unknown route).
+app.route("/admin/v1", adminRoutes);
 app.route("/compat/daytona", daytonaRoutes);
 app.route("/compat/opencode", openCodeRoutes);
 

@@ -5,11 +5,13 @@
 // env.ts). Sockets and streams are not RPC: they reach an object by `fetch`.
 import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../shared/agent.js";
 import type { Failure } from "../shared/errors.js";
+import type { KeyInfo, KeyScope, TenantInfo, TenantLimits } from "../shared/keys.js";
 import type { OutputStream, PoolMessage } from "../shared/protocol.js";
 import type {
   EndReason,
   Session,
   SessionPage,
+  SessionLimits,
   SessionSandbox,
   SessionStatus,
   SessionTimers as TimerSettings,
@@ -46,6 +48,8 @@ export interface SessionRpc extends Rpc.DurableObjectBranded {
   logTrimmed(incarnation: string, from: number): void;
   output(from: number | undefined, to: number | undefined, stream?: OutputStream): Promise<OutputRange | Failure>;
   outputStreams(maxBytes: number): Promise<StreamsRange | Failure>;
+  /** The key was revoked: every client socket and stream opened with it goes (4011); answers how many. */
+  closeKey(keyId: string): number;
 }
 
 export interface CreateRequest {
@@ -106,10 +110,42 @@ export interface StreamsRange {
 // ---- Tenant (tenant/tenant.ts): one per tenant ----
 
 export interface TenantRpc extends Rpc.DurableObjectBranded {
-  reserve(request: ReserveRequest): Promise<{ ok: true } | Failure>;
+  reserve(request: ReserveRequest): Promise<Reserved | Failure>;
   record(session: Session, event: TenantEventType | null): void;
   forget(id: string, session: Session | null): void;
   list(options: ListOptions): SessionPage;
+  /** The tenant's limits as data (each absent = the deployment's default). */
+  settings(): TenantLimits;
+  /** Sets the tenant's limits (admin API); they hold from its next request. */
+  configure(tenant: string, limits: TenantLimits): void;
+  /** Ends and purges every session, revokes every key, forgets the limits (admin DELETE). */
+  dissolve(tenant: string): Promise<{ sessions: number; keys: number }>;
+  /** A minted key's check on the hot path: its hash, expiry and scopes. */
+  checkKey(keyId: string, hash: string): KeyCheck;
+  /** Whether a key still stands (a session token it minted is checked by this). */
+  keyAlive(keyId: string): KeyCheck;
+  addKey(tenant: string, key: NewKeyRow): KeyInfo | Failure;
+  listKeys(tenant: string): KeyInfo[];
+  /** Deletes the key and closes what was opened with it; NOT_FOUND for an unknown id. */
+  revokeKey(keyId: string): Promise<{ keyId: string; closed: number } | Failure>;
+}
+
+/** What a minted key's check found. */
+export type KeyCheck = { ok: true; scopes: KeyScope[] } | { ok: false; expiredAt: string | null };
+
+/** A key to store: the hash of its secret, never its text. */
+export interface NewKeyRow {
+  keyId: string;
+  name: string;
+  hash: string;
+  scopes: KeyScope[];
+  expiresAt: string | null;
+}
+
+/** A reserve's answer: the most a session may get of each sandbox limit (the tenant's maxima). */
+export interface Reserved {
+  ok: true;
+  max: Partial<SessionLimits>;
 }
 
 export interface ReserveRequest {
@@ -119,6 +155,8 @@ export interface ReserveRequest {
   tags: string[];
   maxActive: number;
   maxPerMinute?: number;
+  /** The sandbox limits the create asks for: each at most the tenant's maximum (400 beyond). */
+  asked?: Partial<SessionLimits>;
 }
 
 export interface ListOptions {
@@ -127,6 +165,16 @@ export interface ListOptions {
   limit: number;
   /** The seq after which to continue (from `nextCursor`), or null for the start. */
   after: number | null;
+}
+
+// ---- TenantRegistry (tenant/registry.ts): one for the whole edge, admin API only ----
+
+export interface RegistryRpc extends Rpc.DurableObjectBranded {
+  add(tenant: TenantInfo): TenantInfo | Failure;
+  update(id: string, limits: TenantLimits): TenantInfo | Failure;
+  get(id: string): TenantInfo | Failure;
+  list(after: string | null, limit: number): { tenants: TenantInfo[]; nextCursor: string | null };
+  remove(id: string): void;
 }
 
 // ---- RunnerPool (pool/runner-pool.ts): one for the whole edge ----

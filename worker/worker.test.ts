@@ -52,11 +52,11 @@ describe("edge Worker in workerd", () => {
 
   it("keeps the tenant index: unique ids, quota on sessions not yet ended, creation order", async () => {
     const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("acme-index"));
-    expect(await tenant.reserve({ tenant: "acme-index", id: "a", createdAt: "2026-01-01T00:00:00.000Z", tags: ["x"], maxActive: 2 })).toEqual({ ok: true });
+    expect(await tenant.reserve({ tenant: "acme-index", id: "a", createdAt: "2026-01-01T00:00:00.000Z", tags: ["x"], maxActive: 2 })).toEqual({ ok: true, max: {} });
     expect(await tenant.reserve({ tenant: "acme-index", id: "a", createdAt: "2026-01-01T00:00:01.000Z", tags: [], maxActive: 2 })).toMatchObject({
       failure: { code: "CONFLICT" },
     });
-    expect(await tenant.reserve({ tenant: "acme-index", id: "b", createdAt: "2026-01-01T00:00:02.000Z", tags: [], maxActive: 2 })).toEqual({ ok: true });
+    expect(await tenant.reserve({ tenant: "acme-index", id: "b", createdAt: "2026-01-01T00:00:02.000Z", tags: [], maxActive: 2 })).toEqual({ ok: true, max: {} });
     expect(await tenant.reserve({ tenant: "acme-index", id: "c", createdAt: "2026-01-01T00:00:03.000Z", tags: [], maxActive: 2 })).toMatchObject({
       failure: { code: "QUOTA_EXCEEDED", retryAfterSec: 5 },
     });
@@ -69,7 +69,7 @@ describe("edge Worker in workerd", () => {
     await tenant.record(session("a", "running", ["x"]), null);
     await tenant.record(session("a", "exited", ["x"]), "session.exited");
     await tenant.record(session("a", "running", ["x"]), null); // never backwards
-    expect(await tenant.reserve({ tenant: "acme-index", id: "c", createdAt: "2026-01-01T00:00:03.000Z", tags: [], maxActive: 2 })).toEqual({ ok: true });
+    expect(await tenant.reserve({ tenant: "acme-index", id: "c", createdAt: "2026-01-01T00:00:03.000Z", tags: [], maxActive: 2 })).toEqual({ ok: true, max: {} });
     await tenant.record(session("b", "running"), null);
     await tenant.record(session("c", "starting"), null);
     const ids = async (tag: string | null, status: SessionStatus | null = null) =>
@@ -91,8 +91,8 @@ describe("edge Worker in workerd", () => {
     const tenant = testEnv.TENANT.get(testEnv.TENANT.idFromName("globex"));
     const reserve = (id: string) =>
       tenant.reserve({ tenant: "globex", id, createdAt: "2026-01-01T00:00:00.000Z", tags: [], maxActive: 2 });
-    expect(await reserve("cut-1")).toEqual({ ok: true });
-    expect(await reserve("cut-2")).toEqual({ ok: true });
+    expect(await reserve("cut-1")).toEqual({ ok: true, max: {} });
+    expect(await reserve("cut-2")).toEqual({ ok: true, max: {} });
     const create = (id: string) =>
       call("/v1/sessions", { method: "POST", key: "globex-key", body: JSON.stringify({ id }) });
     expect((await create("next")).status).toBe(429);

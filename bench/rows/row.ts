@@ -35,6 +35,8 @@ export interface BenchConfig {
   idleWindowSec: number;
   /** Row 15: creates (to a first prompt) and execs per run and variant. */
   sandboxTrips: number;
+  /** Row 19: creates per run with each kind of key. */
+  keyCreates: number;
 }
 
 /** A line on stderr while the rows run (`[bench] …`). */

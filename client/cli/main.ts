@@ -7,6 +7,7 @@ import { attachCommand, run } from "./attach.js";
 import { errorLine, lastUnreachable, UsageError } from "./common.js";
 import { events } from "./events.js";
 import { exec, record } from "./exec.js";
+import { keys } from "./keys.js";
 import { runnerCredential } from "./runner-credential.js";
 import { kill, logs, ls, share } from "./sessions.js";
 
@@ -61,6 +62,12 @@ Usage:
                                    the output log to stdout; --follow waits for more
   ptybroker share <id> [--writer] [--ttl SECONDS]
                                    a link to the web page with a scoped token (viewer by default)
+  ptybroker keys [list] [--json]   the tenant's API keys: ID NAME SCOPES CREATED LAST USED EXPIRES
+  ptybroker keys create <name> [--scope S]... [--expires ISO-TIME] [--json]
+                                   a new key, printed once (scopes: sessions:read,
+                                   sessions:write, events:read, webhooks:write; none = all)
+  ptybroker keys revoke <key id>   revoke a key at once (its sockets close with 4011)
+                                   (keys needs a key with every scope)
   ptybroker runner-credential --id RUNNER_ID [--tenants a,b]
                                    a runner's own credential, signed with RUNNER_SECRET (from the
                                    environment); the runner uses it as its RUNNER_TOKEN
@@ -86,6 +93,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   kill,
   logs,
   share,
+  keys,
   "runner-credential": runnerCredential,
 };
 

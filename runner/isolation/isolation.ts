@@ -162,7 +162,7 @@ export class Isolation {
 
     sandbox.disks.ensure(tenant, hostRoot, user);
     prepareHome(hostRoot, user);
-    const limits = sessionLimits(spec.limits, sandbox.config.limits);
+    const limits = sessionLimits(spec.limits, sandbox.config.limits, spec.limitsMax);
     const network = spec.network ?? sandbox.config.network;
     scope.report = { sandbox: "bwrap", network, limits };
     const containmentProcs = this.containment.open(key, id);
@@ -274,13 +274,18 @@ export class Isolation {
   }
 }
 
-/** The limits a session gets: what it asked for, else the runner's defaults. */
-export function sessionLimits(asked: Partial<SessionLimits> | undefined, defaults: SessionLimits): SessionLimits {
-  return {
-    memoryMiB: asked?.memoryMiB ?? defaults.memoryMiB,
-    pids: asked?.pids ?? defaults.pids,
-    cpus: asked?.cpus ?? defaults.cpus,
-  };
+/**
+ * The limits a session gets: what it asked for, else the runner's defaults, lowered to the
+ * tenant's maxima (`max`, from the admin API) where a default is above them. What was asked for
+ * the edge has already held to those maxima.
+ */
+export function sessionLimits(
+  asked: Partial<SessionLimits> | undefined,
+  defaults: SessionLimits,
+  max: Partial<SessionLimits> = {},
+): SessionLimits {
+  const pick = (name: keyof SessionLimits) => asked?.[name] ?? Math.min(defaults[name], max[name] ?? Number.POSITIVE_INFINITY);
+  return { memoryMiB: pick("memoryMiB"), pids: pick("pids"), cpus: pick("cpus") };
 }
 
 /** The tenant's cgroup (its sessions share one CPU weight): as opaque as its user's name. */

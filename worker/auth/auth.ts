@@ -1,10 +1,14 @@
 // Who is calling: API keys (`API_KEYS` = `tenant:key` or `tenant:sha256:<hex>`, compared as
-// SHA-256 digests in constant time) for the public API, `RUNNER_TOKEN` for runner sockets.
+// SHA-256 digests in constant time; and keys minted as data, checked by their tenant's object,
+// keys.ts) and session tokens for the public API, `RUNNER_TOKEN` for runner sockets.
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../shared/errors.js";
+import { KEY_SCOPES, type KeyScope } from "../../shared/keys.js";
 import { log } from "../../shared/log.js";
 import { verifyRunnerCredential } from "../../shared/runner-credential.js";
-import type { Env } from "../env.js";
+import { type Env, tenantStub } from "../env.js";
+import type { KeyCheck } from "../rpc.js";
+import { missingScope, parseMintedKey, secretHash, staticKeyId } from "./keys.js";
 import { type TokenClaims, type TokenRole, checkToken } from "./tokens.js";
 
 export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -12,6 +16,8 @@ export const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 interface KeyEntry {
   tenant: string;
   digest: Uint8Array;
+  /** Stable and non-secret (keys.ts, staticKeyId): what sockets, tokens and logs name it by. */
+  keyId: string;
 }
 
 const encoder = new TextEncoder();
@@ -56,7 +62,8 @@ export function parseApiKeys(raw: string | undefined): Promise<KeyEntry[]> {
             return null;
           }
           const hashed = /^sha256:([0-9a-fA-F]{64})$/.exec(key);
-          return { tenant, digest: hashed ? hexToBytes(hashed[1]) : await sha256(key) };
+          const digest = hashed ? hexToBytes(hashed[1]) : await sha256(key);
+          return { tenant, digest, keyId: await staticKeyId(digest) };
         }),
     ).then((list) => list.filter((entry): entry is KeyEntry => entry !== null));
     keyCache.set(text, entries);
@@ -64,14 +71,14 @@ export function parseApiKeys(raw: string | undefined): Promise<KeyEntry[]> {
   return entries;
 }
 
-/** The tenant an API key belongs to, or null. Every entry is compared, match or not. */
-export async function tenantForKey(env: Env, key: string): Promise<string | null> {
+/** The `API_KEYS` entry a key is, or null. Every entry is compared, match or not. */
+async function staticKey(env: Env, key: string): Promise<KeyEntry | null> {
   const digest = await sha256(key);
-  let tenant: string | null = null;
+  let found: KeyEntry | null = null;
   for (const entry of await parseApiKeys(env.API_KEYS)) {
-    if (digestsEqual(entry.digest, digest) && tenant === null) tenant = entry.tenant;
+    if (digestsEqual(entry.digest, digest) && found === null) found = entry;
   }
-  return tenant;
+  return found;
 }
 
 export function bearer(header: string | undefined): string | null {
@@ -79,17 +86,71 @@ export function bearer(header: string | undefined): string | null {
   return match ? match[1] : null;
 }
 
-/** Who is calling: the tenant's owner (an API key) or a session token's holder. */
-export type Principal = { tenant: string; role: "owner" } | ({ role: TokenRole } & TokenClaims);
+/** Whoever holds one of the tenant's API keys: `API_KEYS` (every scope) or a minted key (its scopes). */
+export interface OwnerPrincipal {
+  tenant: string;
+  role: "owner";
+  keyId: string;
+  scopes: readonly KeyScope[];
+}
+
+/** Who is calling: the tenant's owner (an API key) or a session token's holder (`keyId`: the key that minted it). */
+export type Principal = OwnerPrincipal | ({ role: TokenRole } & TokenClaims);
 
 export type AuthVariables = { tenant: string; principal: Principal };
+
+/** A minted key's check, as a 401 when it fails: an expired key says since when. */
+function keyRefusal(check: Extract<KeyCheck, { ok: false }>, what: string): ApiError {
+  if (check.expiredAt) return new ApiError("UNAUTHORIZED", `${what} expired at ${check.expiredAt}`);
+  return new ApiError("UNAUTHORIZED", `${what} was revoked or never issued`);
+}
+
+/**
+ * The owner an API key stands for: an `API_KEYS` key (every scope), or a minted key, checked by
+ * its tenant's object on every request (no cache: a revoke holds from the next request). Null
+ * when the text is neither; 401 for a minted key that expired or was revoked.
+ */
+export async function keyPrincipal(env: Env, key: string): Promise<OwnerPrincipal | null> {
+  const entry = await staticKey(env, key);
+  if (entry) return { tenant: entry.tenant, role: "owner", keyId: entry.keyId, scopes: KEY_SCOPES };
+  const minted = parseMintedKey(key);
+  if (!minted) return null;
+  const check = await tenantStub(env, minted.tenant).checkKey(minted.keyId, await secretHash(minted.secret));
+  if (!check.ok) throw keyRefusal(check, "this API key");
+  return { tenant: minted.tenant, role: "owner", keyId: minted.keyId, scopes: check.scopes };
+}
+
+
+/**
+ * A session token's claims once its key still stands: a token names the key that minted it, and
+ * dies with it (revoked, expired, or gone from `API_KEYS`). Null when the text is no token of ours.
+ */
+export async function tokenPrincipal(env: Env, token: string): Promise<({ role: TokenRole } & TokenClaims) | null> {
+  if (!env.TOKEN_SECRET) return null;
+  const check = await checkToken(env.TOKEN_SECRET, token);
+  if (!check.ok) {
+    if (check.expired) throw new ApiError("UNAUTHORIZED", `session token expired at ${check.expiredAt}`);
+    return null;
+  }
+  const { tenant, keyId } = check.claims;
+  if (keyId === undefined) return check.claims;
+  if (keyId.startsWith("s")) {
+    const entries = await parseApiKeys(env.API_KEYS);
+    if (entries.some((entry) => entry.keyId === keyId && entry.tenant === tenant)) return check.claims;
+    throw new ApiError("UNAUTHORIZED", "the API key this session token was minted with is no longer configured");
+  }
+  const alive = await tenantStub(env, tenant).keyAlive(keyId);
+  if (!alive.ok) throw keyRefusal(alive, "the API key this session token was minted with");
+  return check.claims;
+}
 
 /**
  * Public API: an API key or a session token as `Authorization: Bearer`, or a session token as
  * `?token=` (browsers cannot set WebSocket headers). API keys are never taken from the URL,
  * where they would end up in logs and histories. Each refusal says what is wrong: no
- * credential, an Authorization header without `Bearer`, a session token past its expiry, or a
- * credential that is neither a key nor a genuine token.
+ * credential, an Authorization header without `Bearer`, a session token past its expiry, a
+ * minted key expired (since when) or revoked, or a credential that is neither a key nor a
+ * genuine token.
  */
 export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVariables }>(async (c, next) => {
   const authorization = c.req.header("authorization");
@@ -104,16 +165,7 @@ export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVar
   if (!credential) {
     throw new ApiError("UNAUTHORIZED", "missing credentials: send Authorization: Bearer <api key or session token>");
   }
-  let principal: Principal | null = null;
-  if (header) {
-    const tenant = await tenantForKey(c.env, header);
-    if (tenant) principal = { tenant, role: "owner" };
-  }
-  if (!principal && c.env.TOKEN_SECRET) {
-    const check = await checkToken(c.env.TOKEN_SECRET, credential);
-    if (check.ok) principal = check.claims;
-    else if (check.expired) throw new ApiError("UNAUTHORIZED", `session token expired at ${check.expiredAt}`);
-  }
+  const principal: Principal | null = (header ? await keyPrincipal(c.env, header) : null) ?? (await tokenPrincipal(c.env, credential));
   if (!principal) throw new ApiError("UNAUTHORIZED", "invalid API key or session token (forged or malformed)");
   c.set("principal", principal);
   c.set("tenant", principal.tenant);
@@ -122,17 +174,35 @@ export const authenticate = createMiddleware<{ Bindings: Env; Variables: AuthVar
 
 export type Access = "read" | "write" | "owner";
 
-/** Tenant-wide actions (create, list, exec) belong to the API key alone; returns the tenant. */
-export function requireOwner(principal: Principal): string {
+/**
+ * Tenant-wide actions (create, list, exec, events, keys) belong to an API key alone, one that
+ * carries `scope`; returns the tenant. A session token is refused (403), and so is a key without
+ * the scope (403 naming it).
+ */
+export function requireScope(principal: Principal, scope: KeyScope): string {
   if (principal.role !== "owner") throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
+  if (!principal.scopes.includes(scope)) throw missingScope(scope);
   return principal.tenant;
 }
 
-/** Viewers read; writers also write (input, resize, signal); only the owner does the rest. */
-export function allows(principal: Principal, access: Access): boolean {
-  if (principal.role === "owner") return true;
-  if (access === "read") return true;
-  return access === "write" && principal.role === "writer";
+/** Whether an API key carries `scope` (a session token carries none). */
+export function hasScope(principal: Principal, scope: KeyScope): boolean {
+  return principal.role === "owner" && principal.scopes.includes(scope);
+}
+
+/**
+ * Within one session: viewers read; writers also write (input, resize, signal); only the owner
+ * does the rest. An API key reads with `sessions:read` and does the rest with `sessions:write`;
+ * a key without it is refused with 403 naming the scope.
+ */
+export function checkAccess(principal: Principal, access: Access): void {
+  if (principal.role === "owner") {
+    const scope: KeyScope = access === "read" ? "sessions:read" : "sessions:write";
+    if (!principal.scopes.includes(scope)) throw missingScope(scope);
+    return;
+  }
+  if (access === "read" || (access === "write" && principal.role === "writer")) return;
+  throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
 }
 
 /** Who a runner is: from its credential (verified) or, with the shared token, what it says. */

@@ -2,6 +2,7 @@
 // one session and one role, with an expiry. They are credentials for one session only: a viewer
 // reads, a writer also types, resizes and signals (docs/security.md, "Roles").
 import { sign, verify } from "hono/jwt";
+import { KEY_ID } from "./keys.js";
 
 export const TOKEN_ROLES = ["viewer", "writer"] as const;
 export type TokenRole = (typeof TOKEN_ROLES)[number];
@@ -12,6 +13,11 @@ export interface TokenClaims {
   /** The incarnation of the id the token was minted for: a purged id created again is another session. */
   incarnation: string;
   role: TokenRole;
+  /**
+   * The API key the token was minted with (keys.ts ids; `kid`): the token dies with that key.
+   * Absent in tokens minted before keys had ids.
+   */
+  keyId?: string;
 }
 
 /** Marks our tokens, so a JWT signed with the same secret for something else is not one. */
@@ -26,7 +32,16 @@ export async function mintToken(
   const iat = Math.floor(now / 1000);
   const exp = iat + ttlSec;
   const token = await sign(
-    { aud: AUDIENCE, ten: claims.tenant, sid: claims.sessionId, inc: claims.incarnation, role: claims.role, iat, exp },
+    {
+      aud: AUDIENCE,
+      ten: claims.tenant,
+      sid: claims.sessionId,
+      inc: claims.incarnation,
+      role: claims.role,
+      ...(claims.keyId === undefined ? {} : { kid: claims.keyId }),
+      iat,
+      exp,
+    },
     secret,
     "HS256",
   );
@@ -51,11 +66,14 @@ export async function checkToken(secret: string, token: string, now = Date.now()
   } catch {
     return { ok: false, expired: false };
   }
-  const { ten, sid, inc, role, exp } = payload;
+  const { ten, sid, inc, role, exp, kid } = payload;
   if (typeof ten !== "string" || typeof sid !== "string" || typeof inc !== "string") return { ok: false, expired: false };
+  if (kid !== undefined && (typeof kid !== "string" || !KEY_ID.test(kid))) return { ok: false, expired: false };
   if (!TOKEN_ROLES.includes(role as TokenRole) || typeof exp !== "number" || !Number.isFinite(exp)) {
     return { ok: false, expired: false };
   }
   if (exp <= Math.floor(now / 1000)) return { ok: false, expired: true, expiredAt: new Date(exp * 1000).toISOString() };
-  return { ok: true, claims: { tenant: ten, sessionId: sid, incarnation: inc, role: role as TokenRole } };
+  const claims: TokenClaims = { tenant: ten, sessionId: sid, incarnation: inc, role: role as TokenRole };
+  if (typeof kid === "string") claims.keyId = kid;
+  return { ok: true, claims };
 }

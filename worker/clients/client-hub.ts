@@ -4,18 +4,18 @@
 // parts of its own with callbacks: Replays (replays.ts: each subscriber replays from its offset
 // out of the log, then follows live output) and ScreenSkip (screen-skip.ts: `from=screen` and
 // `onLag=screen`). The session object wires it with a HubPort and never reaches into its state.
-import type { ScreenSnapshot } from "../../shared/agent.js";
 import { ApiError, CloseCode, type ErrorCode, type Failure } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
 import { ClientMessage, type OutputStream, type ServerMessage, decodeFrame, parseMessage } from "../../shared/protocol.js";
-import type { Session, SignalName } from "../../shared/session.js";
-import type { Limits } from "../env.js";
 import { NO_SOCKET_COMPRESSION, refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
-import { type ReplayFrom, Replays, offsetRefusal, pastTheEnd, replayStart } from "./replays.js";
+import { Replays, offsetRefusal, pastTheEnd, replayStart } from "./replays.js";
 import { ScreenSkip } from "./screen-skip.js";
 import { type ClientAttachment, type OnLag, SocketSubscriber, StreamSubscriber, type Subscriber } from "./subscribers.js";
+import { type ClientCredential, type HubPort, type StartFrom, clientCredential, keyTag } from "./hub-port.js";
+
+export type { StartFrom } from "./hub-port.js";
 
 /** The hibernation tag of client sockets. */
 export const CLIENT_TAG = "client";
@@ -26,7 +26,8 @@ export const MAX_WATCHES = 16;
 export class ClientHub {
   /** Client sockets' state; rebuilt from attachments after hibernation. */
   private readonly sockets = new Map<WebSocket, SocketSubscriber>();
-  private readonly streams = new Set<StreamSubscriber>();
+  /** Open SSE streams, each with the key it was opened with (null: none known). */
+  private readonly streams = new Map<StreamSubscriber, string | null>();
   /** Waits on the output that are not clients (`expect`): no slot, not counted as attached. */
   private readonly watches = new Set<Subscriber>();
   /** Each subscriber's replay from the log, up to the switch to live. */
@@ -37,7 +38,7 @@ export class ClientHub {
   private readonly keepAlive = new KeepAlive(
     () => this.port.limits().sseKeepAliveMs,
     () => {
-      for (const stream of this.streams) stream.comment("keep-alive");
+      for (const stream of this.streams.keys()) stream.comment("keep-alive");
     },
   );
 
@@ -72,10 +73,11 @@ export class ClientHub {
     const framed = request.headers.get("x-ptyb-mode") !== "raw";
     // Set by the Worker from the caller's credential; anything but a viewer may write.
     const role = request.headers.get("x-ptyb-role");
-    const refused = this.refuseOffset(from) ?? this.refuseOverLimit(role === "owner");
+    const who = clientCredential(request.headers);
+    const refused = this.refuseOffset(from) ?? this.refuseOverLimit(who);
     if (refused) return refuseSocket(refused, request);
     const { 0: client, 1: server } = new WebSocketPair();
-    this.ctx.acceptWebSocket(server, [CLIENT_TAG]);
+    this.ctx.acceptWebSocket(server, who.keyId ? [CLIENT_TAG, keyTag(who.keyId)] : [CLIENT_TAG]);
     const offset = this.port.offset();
     const onLag: OnLag = framed && request.headers.get("x-ptyb-onlag") === "screen" ? "screen" : "cut";
     // Set by the route with `compress=deflate`, which also kept permessage-deflate off this socket.
@@ -105,8 +107,8 @@ export class ClientHub {
   }
 
   /** A Server-Sent Events stream. */
-  openStream(from: StartFrom, owner: boolean): Response {
-    const refused = this.refuseOffset(from) ?? this.refuseOverLimit(owner);
+  openStream(from: StartFrom, who: ClientCredential): Response {
+    const refused = this.refuseOffset(from) ?? this.refuseOverLimit(who);
     if (refused) return Response.json(refused.toBody(), { status: refused.status });
     const gone = () => {
       this.dropStream(sub);
@@ -120,7 +122,7 @@ export class ClientHub {
       },
       onCancel: gone,
     });
-    this.streams.add(sub);
+    this.streams.set(sub, who.keyId);
     this.keepAlive.update(this.streams.size);
     this.port.clientsChanged();
     // A cut before the client took an event with an id names where the replay starts (a `from`
@@ -259,10 +261,29 @@ export class ClientHub {
   closeAll(): void {
     for (const watch of [...this.watches]) watch.close(CloseCode.SessionEnded, "session purged");
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) this.socket(ws).close(CloseCode.SessionEnded, "session purged");
-    for (const stream of this.streams) stream.close(CloseCode.SessionEnded);
+    for (const stream of this.streams.keys()) stream.close(CloseCode.SessionEnded);
     this.streams.clear();
     this.keepAlive.update(this.streams.size);
     this.replays.clearCache();
+  }
+
+  /** The key was revoked: its sockets and streams close with 4011 (docs/protocol.md §5). Answers how many. */
+  closeKey(keyId: string): number {
+    let closed = 0;
+    for (const ws of this.ctx.getWebSockets(keyTag(keyId))) {
+      const sub = this.socket(ws);
+      if (sub.closed) continue;
+      sub.close(CloseCode.KeyRevoked, "API key revoked");
+      closed++;
+    }
+    for (const [stream, key] of this.streams) {
+      if (key !== keyId) continue;
+      stream.close(CloseCode.KeyRevoked, "API key revoked");
+      this.replays.cancel(stream);
+      this.dropStream(stream);
+      closed++;
+    }
+    return closed;
   }
 
   /** The log may have lost what the cache holds (a Redis outage): replays read it again. */
@@ -283,7 +304,7 @@ export class ClientHub {
   count(): number {
     let count = 0;
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) if (!this.socket(ws).closed) count++;
-    for (const stream of this.streams) if (!stream.closed) count++;
+    for (const stream of this.streams.keys()) if (!stream.closed) count++;
     return count;
   }
 
@@ -347,8 +368,8 @@ export class ClientHub {
    * owner's key. When full, framed clients that stopped reading (behind and silent for
    * CLIENT_STALL_MS) are cut first, so idle or never-acking clients cannot hold the slots.
    */
-  private refuseOverLimit(owner: boolean): ApiError | undefined {
-    const max = this.port.limits().maxClientsPerSession;
+  private refuseOverLimit({ owner, maxClients }: ClientCredential): ApiError | undefined {
+    const max = maxClients ?? this.port.limits().maxClientsPerSession;
     const room = owner ? max : max - 1;
     if (this.count() >= room) this.cutStalled();
     if (this.count() < room) return undefined;
@@ -413,40 +434,7 @@ export class ClientHub {
 
   private *subscribers(): Iterable<Subscriber> {
     for (const ws of this.ctx.getWebSockets(CLIENT_TAG)) yield this.socket(ws);
-    yield* this.streams;
+    yield* this.streams.keys();
     yield* [...this.watches];
   }
 }
-
-// ---- Shared types ----
-
-/** What the hub needs from its session; callbacks, so the hub never holds the session object. */
-export interface HubPort {
-  /** Offset of the next output byte (everything below it has been fanned out). */
-  offset(): number;
-  /** Oldest offset the log is known to hold. */
-  retainedFrom(): number;
-  /** A read found nothing in [from, to) before any byte of a replay. */
-  noteLeadingGap(from: number, to: number): void;
-  /** The session has a terminal status. */
-  ended(): boolean;
-  /** No client can hold an offset past the edge's: the session ended, or its output is all here. */
-  offsetExact(): boolean;
-  exitMessage(): ServerMessage;
-  view(): Session;
-  limits(): Limits;
-  keyForLog(): string | null;
-  /** Input from a client (raw frame or 0x02), to be checked against its role and sent on. */
-  onInput(sub: SocketSubscriber, bytes: Uint8Array): void;
-  onResize(sub: SocketSubscriber, cols: number, rows: number): void;
-  onSignal(sub: SocketSubscriber, signal: SignalName): void;
-  /** `{"type":"eof"}`: close the process's stdin (a terminal gets Ctrl+D). */
-  onEof(sub: SocketSubscriber): void;
-  /** A client attached or left (count() changed). */
-  clientsChanged(): void;
-  /** The screen now (from the host's emulator, or rebuilt from the log). */
-  screen(): Promise<ScreenSnapshot | Failure>;
-}
-
-/** Where a subscriber starts: an offset, everything retained, live output only, or the current screen. */
-export type StartFrom = ReplayFrom | "screen";

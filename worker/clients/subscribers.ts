@@ -7,7 +7,7 @@ import { CloseCode } from "../../shared/errors.js";
 import { type OutputStream, type ServerMessage, encodeOutput, encodeScreen } from "../../shared/protocol.js";
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
 import { DeflateOutbox, MIN_DEFLATE_BYTES, deflatedFrame } from "./deflate.js";
-import { SseBody, textEvent } from "../io/sse-body.js";
+import { SseBody, revokedEvent, textEvent } from "../io/sse-body.js";
 
 const encoder = new TextEncoder();
 
@@ -298,10 +298,12 @@ export class StreamSubscriber implements Subscriber {
 
   /**
    * Cut as a slow consumer (4008 for a socket): `event: cut` with the id to resume from, what
-   * is queued dropped. Any other close ends the stream once the client has taken what is queued.
+   * is queued dropped; a revoked key (4011): `event: revoked`, what is queued dropped. Any other close ends the stream once the client has taken what is queued.
    */
-  close(code: number): void {
+  close(code: number, reason = ""): void {
     if (code === CloseCode.SlowConsumer) this.sse.cut();
+    // Its key was revoked: nothing queued goes out; `event: revoked` is the last event.
+    else if (code === CloseCode.KeyRevoked) this.sse.finish(revokedEvent(reason));
     else this.sse.end();
   }
 

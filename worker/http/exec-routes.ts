@@ -9,7 +9,7 @@ import { bodyLimit } from "hono/body-limit";
 import { ApiError, type Failure, unwrap } from "../../shared/errors.js";
 import type { ExecResult, Session } from "../../shared/session.js";
 import { completeUtf8Length } from "../../shared/utf8.js";
-import { type AuthVariables, authenticate, requireOwner } from "../auth/auth.js";
+import { type AuthVariables, authenticate, requireScope } from "../auth/auth.js";
 import { type Env, sessionStub } from "../env.js";
 import type { StreamsRange } from "../rpc.js";
 import { ExecBody, MAX_EXEC_STDIN_BYTES } from "./schemas.js";
@@ -36,7 +36,7 @@ execRoutes.use(
 
 execRoutes.post("/", validate("json", ExecBody), async (c) => {
   const { stdin, timeoutSec, maxOutputBytes, ...process } = c.req.valid("json");
-  const tenant = requireOwner(c.get("principal"));
+  const tenant = requireScope(c.get("principal"), "sessions:write");
   const input = new TextEncoder().encode(stdin ?? "");
   if (input.byteLength > MAX_EXEC_STDIN_BYTES) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `stdin is ${input.byteLength} bytes; at most ${MAX_EXEC_STDIN_BYTES}`);

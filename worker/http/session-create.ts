@@ -13,6 +13,7 @@ import {
   type SessionTimers,
 } from "../../shared/session.js";
 import { type Env, limits, sessionStub, tenantStub } from "../env.js";
+import type { Reserved } from "../rpc.js";
 
 export interface NewSession {
   id?: string;
@@ -43,16 +44,20 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
   const createdAt = new Date().toISOString();
   const tags = body.tags ?? [];
   const tenantIndex = tenantStub(env, tenant);
-  unwrap(
-    await tenantIndex.reserve({
+  // The tenant's own limits (admin API) are applied by its object: the quota, the rate, and the
+  // sandbox maxima (a create asking more is 400; one asking nothing gets at most them).
+  const reserved = unwrap(
+    (await tenantIndex.reserve({
       tenant,
       id,
       createdAt,
       tags,
       maxActive: lim.maxSessionsPerTenant,
       maxPerMinute: lim.maxCreatesPerMinute,
-    }),
+      ...(body.limits ? { asked: body.limits } : {}),
+    })) as Reserved | Failure,
   );
+  const limitsMax = Object.keys(reserved.max).length > 0 ? reserved.max : undefined;
   const stub = sessionStub(env, tenant, id);
   let result: Session | Failure;
   try {
@@ -72,6 +77,7 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
         ...(body.pty === false ? { pty: false } : {}),
         ...(body.network ? { network: body.network } : {}),
         ...(body.limits ? { limits: body.limits } : {}),
+        ...(limitsMax ? { limitsMax } : {}),
       },
       timers: {
         timeoutSec: body.timers?.timeoutSec ?? lim.timeoutSec,

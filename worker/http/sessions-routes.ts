@@ -4,7 +4,8 @@ import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { base64ToBytes } from "../../shared/base64.js";
 import { ApiError, type ErrorBody, ErrorStatus, type Failure, unwrap } from "../../shared/errors.js";
-import { type Access, type AuthVariables, allows, authenticate, requireOwner } from "../auth/auth.js";
+import { type Access, type AuthVariables, type Principal, authenticate, checkAccess, requireScope } from "../auth/auth.js";
+import { missingScope } from "../auth/keys.js";
 import { mintToken } from "../auth/tokens.js";
 import { wantsRaw, withoutSocketCompression } from "../io/sockets.js";
 import { type Env, limits, sessionStub, tenantStub } from "../env.js";
@@ -45,11 +46,12 @@ function sessionId(raw: string): string {
 type Ctx = Context<App>;
 
 /**
- * The session named in the path, once the caller may `access` it: the tenant's API key may do
- * anything; a session token only acts on its own session (another session's is 401, like a bad
- * credential, and so is a token for an earlier incarnation of the id) and only within its role (403).
+ * The session named in the path, once the caller may `access` it (null: the route checked): the
+ * tenant's API key within its scopes (403 naming the one it lacks); a session token only acts on
+ * its own session (another session's is 401, like a bad credential, and so is a token for an
+ * earlier incarnation of the id) and only within its role (403).
  */
-async function session(c: Ctx, rawId: string, access: Access) {
+async function session(c: Ctx, rawId: string, access: Access | null) {
   const id = sessionId(rawId);
   const principal = c.get("principal");
   if (principal.role !== "owner" && principal.sessionId !== id) {
@@ -59,8 +61,49 @@ async function session(c: Ctx, rawId: string, access: Access) {
   if (principal.role !== "owner" && (await stub.incarnation()) !== principal.incarnation) {
     throw new ApiError("UNAUTHORIZED", "this session token's session no longer exists");
   }
-  if (!allows(principal, access)) throw new ApiError("FORBIDDEN", `a ${principal.role} token may not do this`);
+  if (access !== null) checkAccess(principal, access);
   return { id, stub };
+}
+
+/**
+ * How a client attaches (connect, stream): a key with `sessions:write` as the owner (it types), one
+ * with only `sessions:read` as a viewer; a session token in its own role.
+ */
+function attachRole(principal: Principal): "owner" | "writer" | "viewer" {
+  if (principal.role !== "owner") return principal.role;
+  if (principal.scopes.includes("sessions:write")) return "owner";
+  if (principal.scopes.includes("sessions:read")) return "viewer";
+  throw missingScope("sessions:read");
+}
+
+/**
+ * Headers only the route sets for the session's object (callers cannot reach it directly): the
+ * role, the key a client came with (its sockets close when that key is revoked), and the
+ * tenant's own clients-per-session limit where the admin API set one.
+ */
+async function clientHeaders(c: Ctx, headers: Headers, role: string): Promise<Headers> {
+  const principal = c.get("principal");
+  headers.set("x-ptyb-role", role);
+  headers.delete("x-ptyb-key");
+  headers.delete("x-ptyb-max-clients");
+  if (principal.keyId !== undefined) headers.set("x-ptyb-key", principal.keyId);
+  const own = await tenantStub(c.env, principal.tenant).settings();
+  if (own.clientsPerSession !== undefined) headers.set("x-ptyb-max-clients", String(own.clientsPerSession));
+  return headers;
+}
+
+/**
+ * A client let in with a minted key (or a token it minted) whose key was revoked meanwhile: its
+ * revoke may have reached this session before the client was there, so the key is asked again
+ * once the client is, and the session closes what that key opened (4011). A revoke deletes the
+ * key before it reaches the sessions, so either this check or the revoke's own closing sees the
+ * client. `API_KEYS` keys are not revoked this way and are not asked.
+ */
+async function closeIfRevoked(c: Ctx, stub: ReturnType<typeof sessionStub>): Promise<void> {
+  const { keyId, tenant } = c.get("principal");
+  if (keyId === undefined || !keyId.startsWith("k")) return;
+  const alive = await tenantStub(c.env, tenant).keyAlive(keyId);
+  if (!alive.ok) await stub.closeKey(keyId);
 }
 
 function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
@@ -88,14 +131,14 @@ sessionRoutes.use("*", async (c, next) =>
 
 sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
   const { timeoutSec, idleTimeoutSec, detachedTimeoutSec, ...body } = c.req.valid("json");
-  const tenant = requireOwner(c.get("principal"));
+  const tenant = requireScope(c.get("principal"), "sessions:write");
   return c.json(await createSession(c.env, tenant, { ...body, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } }), 201);
 });
 
 // Served from the tenant's index: one call, whatever the number of sessions.
 sessionRoutes.get("/", validate("query", ListQuery), async (c) => {
   const { status, tag, limit, cursor } = c.req.valid("query");
-  const tenant = requireOwner(c.get("principal"));
+  const tenant = requireScope(c.get("principal"), "sessions:read");
   return c.json(await tenantStub(c.env, tenant).list({ status: status ?? null, tag: tag ?? null, limit, after: cursor ?? null }));
 });
 
@@ -211,12 +254,13 @@ sessionRoutes.get("/:id/stream", validate("query", StreamQuery), async (c) => {
     throw new ApiError("INVALID_REQUEST", "Last-Event-ID is an offset");
   }
   const from = lastEventId ?? c.req.valid("query").from;
-  const { stub } = await session(c, c.req.param("id"), "read");
+  const role = attachRole(c.get("principal"));
+  const { stub } = await session(c, c.req.param("id"), null);
   // The object reads where to start from this header; callers cannot reach it directly.
-  const headers = new Headers();
+  const headers = await clientHeaders(c, new Headers(), role);
   if (from !== undefined) headers.set("x-ptyb-from", from);
-  headers.set("x-ptyb-role", c.get("principal").role);
   const res = await stub.fetch(new Request("https://session/stream", { headers }));
+  await closeIfRevoked(c, stub);
   // A refusal comes back as the object's error body (not found, a start past the end, no slot).
   if (!res.ok) throw await refusal(res);
   return res;
@@ -252,7 +296,9 @@ sessionRoutes.post("/:id/tokens", validate("json", TokenBody), async (c) => {
   if (incarnation === null) throw new ApiError("NOT_FOUND", `session ${id} not found`);
   const secret = c.env.TOKEN_SECRET;
   if (!secret) throw new ApiError("INTERNAL", "session tokens are disabled: TOKEN_SECRET is not set");
-  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, incarnation, role }, ttlSec), 201);
+  // The token names the key that minted it, and dies with it (auth/auth.ts, tokenPrincipal).
+  const keyId = c.get("principal").keyId;
+  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, incarnation, role, keyId }, ttlSec), 201);
 });
 
 sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
@@ -261,11 +307,11 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   }
   const { from, onLag, compress } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
-  const { stub } = await session(c, c.req.param("id"), "read");
+  const role = attachRole(c.get("principal"));
+  const { stub } = await session(c, c.req.param("id"), null);
   // The object reads how the client connects from these headers; callers cannot reach it directly.
-  const headers = new Headers(c.req.raw.headers);
+  const headers = await clientHeaders(c, new Headers(c.req.raw.headers), role);
   headers.set("x-ptyb-mode", raw ? "raw" : "framed");
-  headers.set("x-ptyb-role", c.get("principal").role);
   headers.delete("x-ptyb-from");
   headers.delete("x-ptyb-onlag");
   headers.delete("x-ptyb-compress");
@@ -278,5 +324,6 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
     headers.delete("sec-websocket-extensions");
   }
   const res = await stub.fetch(new Request("https://session/connect", { headers }));
+  await closeIfRevoked(c, stub);
   return compress === "deflate" && !raw ? withoutSocketCompression(res) : res;
 });

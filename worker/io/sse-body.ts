@@ -6,6 +6,8 @@
 // with one `cut` event naming the id to resume from. Used by a session's output streams
 // (clients/subscribers.ts) and a tenant's events (tenant/tenant-events.ts).
 
+import { CloseCode } from "../../shared/errors.js";
+
 const encoder = new TextEncoder();
 
 /** The `code` of the `cut` event, named as the WebSocket close code 4008 (CloseCode.SlowConsumer). */
@@ -29,6 +31,11 @@ export interface SseEvent {
 export function textEvent(text: string, id?: string, size = text.length): SseEvent {
   let bytes: Uint8Array | undefined;
   return { size, id, bytes: () => (bytes ??= encoder.encode(text)) };
+}
+
+/** The last event of a stream whose key was revoked: the close code and reason a socket gets (4011). */
+export function revokedEvent(reason: string): SseEvent {
+  return textEvent(`event: revoked\ndata: ${JSON.stringify({ code: CloseCode.KeyRevoked, reason })}\n\n`, undefined, 0);
 }
 
 export interface SseHooks {
@@ -126,6 +133,18 @@ export class SseBody {
   /** Ends the stream once the client has taken what is queued. */
   end(): void {
     if (this.state !== "open") return;
+    this.state = "ending";
+    this.send();
+  }
+
+  /**
+   * Ends the stream now (its key was revoked): what is queued is dropped, and `last` is the final
+   * event the client gets.
+   */
+  finish(last: SseEvent): void {
+    if (this.state !== "open") return;
+    this.drop();
+    this.queue.push(last);
     this.state = "ending";
     this.send();
   }

@@ -19,6 +19,7 @@ import { type OutputStream, PING_TEXT, PONG_TEXT } from "../../shared/protocol.j
 import { type EndReason, type Session, type SessionStatus, type SignalName, type TenantEventType, isTerminal } from "../../shared/session.js";
 import { SessionAgent } from "../agent/session-agent.js";
 import { CLIENT_TAG, ClientHub, type StartFrom } from "../clients/client-hub.js";
+import { clientCredential } from "../clients/hub-port.js";
 import { offsetRefusal } from "../clients/replays.js";
 import { type Env, limits, poolStub, tenantStub } from "../env.js";
 import { closeQuietly, refuseSocket } from "../io/sockets.js";
@@ -298,6 +299,10 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
 
   // ---- Sockets and streams ----
 
+  closeKey(keyId: string): number {
+    return this.clients.closeKey(keyId);
+  }
+
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const stored = this.record.current;
@@ -308,7 +313,7 @@ export class PtySession extends DurableObject<Env> implements SessionRpc {
     const from = parseStart(request.headers.get("x-ptyb-from"));
     if (url.pathname.endsWith("/stream")) {
       if (!stored) return Response.json(this.notFound(), { status: 404 });
-      return this.clients.openStream(from, request.headers.get("x-ptyb-role") === "owner");
+      return this.clients.openStream(from, clientCredential(request.headers));
     }
     if (url.pathname.endsWith("/recording")) {
       if (!stored) return Response.json(this.notFound(), { status: 404 });

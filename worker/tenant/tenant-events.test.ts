@@ -58,7 +58,7 @@ describe("TenantEvents", () => {
   it("reads a resume's backlog as the client takes it, a gap first where ids were trimmed, then live ones", async () => {
     const store = memoryStore(Array.from({ length: 300 }, (_, i) => stored(101 + i)));
     const tenant = new TenantEvents(() => 60_000, store);
-    const next = reader(tenant.open(40));
+    const next = reader(tenant.open(40, null));
     // Opened: only what half the bound holds has been read from the store, not 3 MB of backlog.
     expect(store.reads).toBeLessThanOrEqual(52);
     expect(await events(next, 2)).toEqual([": events\n\n", 'event: gap\ndata: {"from":41,"to":101}\n\n']);
@@ -74,7 +74,7 @@ describe("TenantEvents", () => {
   it("cuts a stream that stops reading live events past 1 MiB, naming the last id it took", async () => {
     const store = memoryStore([stored(1)]);
     const tenant = new TenantEvents(() => 60_000, store);
-    const next = reader(tenant.open(null));
+    const next = reader(tenant.open(null, null));
     expect(await events(next, 1)).toEqual([": events\n\n"]);
     const first = stored(2);
     store.events.push(first);
@@ -94,7 +94,7 @@ describe("TenantEvents", () => {
   it("names the newest id as the resume point of a live-only stream cut before it took any", async () => {
     const store = memoryStore([stored(7)]);
     const tenant = new TenantEvents(() => 60_000, store);
-    const res = tenant.open(null);
+    const res = tenant.open(null, null);
     for (let seq = 8; seq < 200; seq++) tenant.publish(stored(seq));
     // Its opening comment was still queued: dropped with the rest.
     const all = await events(reader(res), 300);

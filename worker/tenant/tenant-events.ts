@@ -4,7 +4,7 @@
 // comment every SSE_KEEPALIVE_MS. The streams are io/sse-body.ts's, as a session's are: a stream
 // whose client lets more than MAX_UNREAD_BYTES wait is cut with `event: cut` naming the last id
 // it took, and its client resumes from there and misses nothing kept.
-import { KeepAlive, SseBody, type SseEvent, textEvent } from "../io/sse-body.js";
+import { KeepAlive, SseBody, type SseEvent, revokedEvent, textEvent } from "../io/sse-body.js";
 
 /** Unread bytes one stream may hold before it is cut (the client resumes by id). */
 const MAX_UNREAD_BYTES = 1 << 20;
@@ -32,6 +32,8 @@ interface Follower {
   after: number;
   /** Still reading stored events: live ones reach it from storage, in order, when it gets there. */
   catchingUp: boolean;
+  /** The API key it was opened with (closed when that key is revoked). */
+  keyId: string | null;
 }
 
 export class TenantEvents {
@@ -52,10 +54,11 @@ export class TenantEvents {
   }
 
   /** A new stream: every kept event after `after` then live ones, or live ones only (null). */
-  open(after: number | null): Response {
+  open(after: number | null, keyId: string | null): Response {
     const follower: Follower = {
       after: after ?? this.store.latest(),
       catchingUp: after !== null,
+      keyId,
       body: new SseBody(MAX_UNREAD_BYTES, {
         pulled: () => this.catchUp(follower),
         cut: () => this.drop(follower),
@@ -99,6 +102,21 @@ export class TenantEvents {
       }
       if (follower.body.push(eventOf(next))) follower.after = next.seq;
     }
+  }
+
+  /**
+   * The key was revoked: each stream opened with it (every stream when `keyId` is null) gets
+   * `event: revoked` with the close code and reason a socket would get, and ends. Answers how many.
+   */
+  closeKey(keyId: string | null, reason: string): number {
+    let closed = 0;
+    for (const follower of [...this.streams]) {
+      if (keyId !== null && follower.keyId !== keyId) continue;
+      follower.body.finish(revokedEvent(reason));
+      this.drop(follower);
+      closed++;
+    }
+    return closed;
   }
 
   private drop(follower: Follower): void {

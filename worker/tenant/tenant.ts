@@ -1,14 +1,18 @@
 // Tenant: one Durable Object per tenant. The index of its sessions (each row holds the session
 // as it last reported itself, so a list is one query, never a call per session), id
-// uniqueness, the quota of sessions not yet ended, and the tenant's lifecycle events
-// (`GET /v1/events`, tenant-events.ts).
+// uniqueness, the quota of sessions not yet ended, the tenant's lifecycle events
+// (`GET /v1/events`, tenant-events.ts), its limits as data and its minted keys (tenant-keys.ts;
+// docs/architecture.md, "Tenants and keys").
 import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../../shared/errors.js";
+import type { KeyInfo, TenantLimits } from "../../shared/keys.js";
 import { type Session, type SessionPage, type SessionStatus, type TenantEventType, canMove } from "../../shared/session.js";
 import { log } from "../../shared/log.js";
 import { type Env, limits, sessionStub } from "../env.js";
-import type { ListOptions, ReserveRequest, TenantRpc } from "../rpc.js";
+import type { KeyCheck, ListOptions, NewKeyRow, ReserveRequest, Reserved, TenantRpc } from "../rpc.js";
 import { type StoredEvent, TenantEvents } from "./tenant-events.js";
+import { TenantKeys } from "./tenant-keys.js";
+import { eachAtMost } from "./fan-out.js";
 
 /** Events kept for resuming: at least the last 1,000 (docs/protocol.md §3, "Events"). */
 const KEEP_EVENTS = 2000;
@@ -21,10 +25,15 @@ const MAX_EVENT_STREAMS = 64;
  */
 const SWEEP_AFTER_MS = 60_000;
 const SWEEP_BATCH = 100;
+/** Calls to session objects in flight at once when a revoke or a delete reaches them all. */
+const FAN_OUT = 32;
+/** The reason a client is shown when its key is revoked. */
+const REVOKED = "API key revoked";
 
 export class Tenant extends DurableObject<Env> implements TenantRpc {
   private readonly sql: SqlStorage;
   private readonly events: TenantEvents;
+  private readonly keys: TenantKeys;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -52,6 +61,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
           .toArray()[0],
       latest: () => this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0,
     });
+    this.keys = new TenantKeys(this.sql);
     void this.sweepSoon();
   }
 
@@ -59,8 +69,20 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   private recentCreates: number[] = [];
 
   /** Claims `id` for a new session, unless it is taken, the quota is used up or creates come too fast. */
-  async reserve(request: ReserveRequest): Promise<{ ok: true } | Failure> {
-    const { tenant, id, createdAt, tags, maxActive, maxPerMinute = Number.POSITIVE_INFINITY } = request;
+  async reserve(request: ReserveRequest): Promise<Reserved | Failure> {
+    const { tenant, id, createdAt, tags, asked = {} } = request;
+    // The tenant's own limits, where the admin API set them, over the deployment's.
+    const own = this.settings();
+    const maxActive = own.sessions ?? request.maxActive;
+    const maxPerMinute = own.createsPerMinute ?? request.maxPerMinute ?? Number.POSITIVE_INFINITY;
+    const max = { memoryMiB: own.memoryMiB, pids: own.pids, cpus: own.cpus };
+    for (const name of ["memoryMiB", "pids", "cpus"] as const) {
+      const most = max[name];
+      const want = asked[name];
+      if (most !== undefined && want !== undefined && want > most) {
+        return fail("INVALID_REQUEST", `limits.${name}: at most ${most}, this tenant's maximum`);
+      }
+    }
     const now = Date.now();
     this.recentCreates = this.recentCreates.filter((t) => now - t < 60_000);
     if (this.recentCreates.length >= maxPerMinute) {
@@ -83,10 +105,9 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       createdAt,
       JSON.stringify(tags),
     );
-    // The tenant's name, for the sweep's calls to its session objects.
-    if (this.ctx.storage.kv.get<string>("tenant") !== tenant) this.ctx.storage.kv.put("tenant", tenant);
+    this.nameTenant(tenant);
     await this.sweepSoon();
-    return { ok: true };
+    return { ok: true, max: Object.fromEntries(Object.entries(max).filter(([, v]) => v !== undefined)) };
   }
 
   /**
@@ -190,7 +211,84 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     }
     const afterHeader = request.headers.get("x-ptyb-after");
     // Trimming always keeps the newest KEEP_EVENTS: a resume from before them gets a gap first.
-    return this.events.open(afterHeader === null ? null : Number(afterHeader));
+    return this.events.open(afterHeader === null ? null : Number(afterHeader), request.headers.get("x-ptyb-key"));
+  }
+
+  // ---- Limits and keys as data (docs/protocol.md, "Tenants and keys") ----
+
+  settings(): TenantLimits {
+    return this.ctx.storage.kv.get<TenantLimits>("limits") ?? {};
+  }
+
+  configure(tenant: string, limits: TenantLimits): void {
+    this.nameTenant(tenant);
+    this.ctx.storage.kv.put("limits", limits);
+  }
+
+  checkKey(keyId: string, hash: string): KeyCheck {
+    return this.keys.check(keyId, hash);
+  }
+
+  keyAlive(keyId: string): KeyCheck {
+    return this.keys.alive(keyId);
+  }
+
+  addKey(tenant: string, key: NewKeyRow): KeyInfo | Failure {
+    this.nameTenant(tenant);
+    return this.keys.add(tenant, key);
+  }
+
+  listKeys(tenant: string): KeyInfo[] {
+    return this.keys.list(tenant);
+  }
+
+  /**
+   * The key is gone at once (the next request with it is 401); then every socket and stream
+   * opened with it, or with a session token it minted, is closed with 4011: the tenant's event
+   * streams here, and the clients of each session not yet ended (an ended session's clients
+   * leave on their own once their replay is done).
+   */
+  async revokeKey(keyId: string): Promise<{ keyId: string; closed: number } | Failure> {
+    if (!this.keys.remove(keyId)) return fail("NOT_FOUND", `key ${keyId} not found`);
+    let closed = this.events.closeKey(keyId, REVOKED);
+    const tenant = this.ctx.storage.kv.get<string>("tenant");
+    if (tenant) {
+      const live = this.sql
+        .exec<{ id: string }>("SELECT id FROM sessions WHERE status IN ('starting', 'running')")
+        .toArray()
+        .map((row) => row.id);
+      const counts = await eachAtMost(live, FAN_OUT, (id) => sessionStub(this.env, tenant, id).closeKey(keyId));
+      closed += counts.reduce<number>((sum, n) => sum + (n ?? 0), 0);
+    }
+    log.info("keys.revoke", { tenant: tenant ?? null, keyId, outcome: "revoked", closed });
+    return { keyId, closed };
+  }
+
+  /** Admin DELETE: every key goes, every session is ended and purged, the limits are forgotten. */
+  async dissolve(tenant: string): Promise<{ sessions: number; keys: number }> {
+    const keys = this.keys.removeAll().length;
+    this.events.closeKey(null, "tenant deleted");
+    const ids = this.sql.exec<{ id: string }>("SELECT id FROM sessions").toArray().map((row) => row.id);
+    await eachAtMost(ids, FAN_OUT, async (id) => {
+      try {
+        const ended = await sessionStub(this.env, tenant, id).terminate(true);
+        if ("failure" in ended && ended.failure.code !== "NOT_FOUND") {
+          log.warn("tenant.dissolve", { tenant, id, outcome: "not_ended", code: ended.failure.code });
+        }
+      } catch (error) {
+        log.warn("tenant.dissolve", { tenant, id, outcome: "unreached", error });
+      }
+    });
+    const left = this.sql.exec<{ id: string }>("SELECT id FROM sessions").toArray();
+    for (const { id } of left) this.forget(id, null);
+    this.ctx.storage.kv.delete("limits");
+    log.info("tenant.dissolve", { tenant, outcome: "dissolved", sessions: ids.length, keys });
+    return { sessions: ids.length, keys };
+  }
+
+  /** The tenant's name, for calls to its session objects (the sweep, a revoke). */
+  private nameTenant(tenant: string): void {
+    if (this.ctx.storage.kv.get<string>("tenant") !== tenant) this.ctx.storage.kv.put("tenant", tenant);
   }
 
   private publish(type: TenantEventType, session: Session): void {

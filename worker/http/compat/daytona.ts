@@ -10,9 +10,10 @@ import { HTTPException } from "hono/http-exception";
 import { ApiError, type Failure, unwrap } from "../../../shared/errors.js";
 import { log } from "../../../shared/log.js";
 import { type Session, isTerminal } from "../../../shared/session.js";
-import { type AuthVariables, requireOwner, tenantForKey, bearer } from "../../auth/auth.js";
+import { type AuthVariables, bearer, hasScope, keyPrincipal, requireScope } from "../../auth/auth.js";
 import { type Env, sessionStub, tenantStub } from "../../env.js";
 import type { SessionAsked } from "../../rpc.js";
+import type { KeyScope } from "../../../shared/keys.js";
 import { CreateSessionBody } from "../schemas.js";
 import { createSession } from "../session-create.js";
 import { jsonBodies, validate } from "../validate.js";
@@ -50,10 +51,10 @@ daytonaRoutes.use("/:sandbox/*", async (c, next) => {
   if (!SANDBOX.test(c.req.param("sandbox"))) throw new ApiError("NOT_FOUND", "no such sandbox");
   const key = bearer(c.req.header("authorization"));
   if (!key) throw new ApiError("UNAUTHORIZED", "missing credentials: send Authorization: Bearer <api key>");
-  const tenant = await tenantForKey(c.env, key);
-  if (!tenant) throw new ApiError("UNAUTHORIZED", "invalid API key");
-  c.set("principal", { tenant, role: "owner" });
-  c.set("tenant", tenant);
+  const owner = await keyPrincipal(c.env, key);
+  if (!owner) throw new ApiError("UNAUTHORIZED", "invalid API key");
+  c.set("principal", owner);
+  c.set("tenant", owner.tenant);
   await next();
 });
 
@@ -77,10 +78,13 @@ function ptyId(c: Ctx): string {
   return id;
 }
 
-/** The tenant's session named in the path, as Daytona sees it: a terminal not yet ended, else 404. */
-async function shownSession(c: Ctx) {
+/**
+ * The tenant's session named in the path, as Daytona sees it: a terminal not yet ended, else
+ * 404; once the key carries `scope` (403 naming it otherwise).
+ */
+async function shownSession(c: Ctx, scope: KeyScope) {
   const id = ptyId(c);
-  const stub = sessionStub(c.env, requireOwner(c.get("principal")), id);
+  const stub = sessionStub(c.env, requireScope(c.get("principal"), scope), id);
   const found = await stub.get();
   if ("failure" in found || !shown(found)) throw new ApiError("NOT_FOUND", "PTY session not found");
   return { id, stub, session: found };
@@ -92,7 +96,7 @@ async function info(stub: ReturnType<typeof sessionStub>, session: Session) {
 }
 
 daytonaRoutes.post("/:sandbox/process/pty", validate("json", PtyCreateBody), async (c) => {
-  const tenant = requireOwner(c.get("principal"));
+  const tenant = requireScope(c.get("principal"), "sessions:write");
   const body = c.req.valid("json");
   const asked = CreateSessionBody.safeParse({ id: body.id, cwd: workspaceCwd(body.cwd), env: body.envs, cols: body.cols, rows: body.rows });
   if (!asked.success) {
@@ -129,7 +133,7 @@ daytonaRoutes.post("/:sandbox/process/pty", validate("json", PtyCreateBody), asy
 
 // The tenant's terminals not yet ended, oldest first, from its index (one call per page).
 daytonaRoutes.get("/:sandbox/process/pty", async (c) => {
-  const tenant = requireOwner(c.get("principal"));
+  const tenant = requireScope(c.get("principal"), "sessions:read");
   const index = tenantStub(c.env, tenant);
   const sessions: Session[] = [];
   for (const status of ["starting", "running"] as const) {
@@ -153,14 +157,14 @@ daytonaRoutes.get("/:sandbox/process/pty", async (c) => {
 });
 
 daytonaRoutes.get("/:sandbox/process/pty/:id", async (c) => {
-  const { stub, session } = await shownSession(c);
+  const { stub, session } = await shownSession(c, "sessions:read");
   return c.json(await info(stub, session));
 });
 
 // Ends the process as /v1's DELETE does (SIGHUP, SIGKILL after the grace); the record and the
 // output stay for /v1 (SESSION_RETAIN_SEC), while Daytona's surface forgets the PTY.
 daytonaRoutes.delete("/:sandbox/process/pty/:id", async (c) => {
-  const { stub } = await shownSession(c);
+  const { stub } = await shownSession(c, "sessions:write");
   unwrap(await stub.terminate(false));
   return c.json({ message: "PTY session deleted" });
 });
@@ -168,7 +172,7 @@ daytonaRoutes.delete("/:sandbox/process/pty/:id", async (c) => {
 daytonaRoutes.post("/:sandbox/process/pty/:id/resize", validate("json", PtyResizeBody), async (c) => {
   const { cols, rows } = c.req.valid("json");
   const id = ptyId(c);
-  const stub = sessionStub(c.env, requireOwner(c.get("principal")), id);
+  const stub = sessionStub(c.env, requireScope(c.get("principal"), "sessions:write"), id);
   const found = await stub.get();
   if ("failure" in found || !found.pty) throw new ApiError("NOT_FOUND", "PTY session not found");
   // Daytona answers 410 for a PTY that has ended.
@@ -182,10 +186,13 @@ daytonaRoutes.get("/:sandbox/process/pty/:id/connect", validate("query", PtyConn
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
   const id = ptyId(c);
-  const stub = sessionStub(c.env, requireOwner(c.get("principal")), id);
+  const principal = c.get("principal");
+  // A key attaches as the owner with sessions:write, as a viewer with only sessions:read.
+  const writer = hasScope(principal, "sessions:write");
+  const stub = sessionStub(c.env, requireScope(principal, writer ? "sessions:write" : "sessions:read"), id);
   const found = await stub.get();
   if ("failure" in found || !found.pty) return refusedSocket(c.req.raw, `Failed to connect to PTY session: PTY session ${id} not found`);
-  return daytonaSocket(c.req.raw, stub, c.req.valid("query").from);
+  return daytonaSocket(c.req.raw, stub, c.req.valid("query").from, { role: writer ? "owner" : "viewer", keyId: principal.keyId });
 });
 
 // Anything else under a sandbox: Daytona's 404.

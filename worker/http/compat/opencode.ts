@@ -7,10 +7,13 @@ import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ApiError, type Failure, unwrap } from "../../../shared/errors.js";
+import { ApiError, CloseCode, type Failure, unwrap } from "../../../shared/errors.js";
 import { log } from "../../../shared/log.js";
 import type { Session } from "../../../shared/session.js";
-import { type TokenRole, checkToken, mintToken } from "../../auth/tokens.js";
+import type { KeyScope } from "../../../shared/keys.js";
+import { type OwnerPrincipal, tokenPrincipal } from "../../auth/auth.js";
+import { missingScope } from "../../auth/keys.js";
+import { type TokenRole, mintToken } from "../../auth/tokens.js";
 import { type Env, sessionStub, tenantStub } from "../../env.js";
 import { apiCors } from "../cors.js";
 import { createSession } from "../session-create.js";
@@ -25,12 +28,12 @@ import {
   errorBody,
   loginArgs,
   ptyId,
+  ownerOf,
   statusOf,
-  tenantOf,
   toPty,
 } from "./opencode/pty.js";
 
-type App = { Bindings: Env; Variables: { tenant: string } };
+type App = { Bindings: Env; Variables: { tenant: string; owner: OwnerPrincipal } };
 type Ctx = Context<App>;
 
 /** How long a connect ticket lasts, in seconds (OpenCode's own: 60). */
@@ -77,32 +80,40 @@ openCodeRoutes.use(
 // headers) and refuses as a socket that closes with 4001.
 openCodeRoutes.use("*", async (c, next) => {
   const connect = c.req.path.endsWith("/connect");
-  let tenant: string | null;
+  let owner: OwnerPrincipal | null;
   try {
-    tenant = await tenantOf(c.env, c.req.header("authorization"));
+    owner = await ownerOf(c.env, c.req.header("authorization"));
   } catch (error) {
     if (connect && error instanceof ApiError) return closedSocket(4001, error.message);
     throw error;
   }
-  if (tenant) c.set("tenant", tenant);
-  else if (!connect) {
+  if (owner) {
+    c.set("owner", owner);
+    c.set("tenant", owner.tenant);
+  } else if (!connect) {
     throw new ApiError("UNAUTHORIZED", "missing credentials: send the API key as Authorization: Bearer, or as the password of Basic auth");
   }
   await next();
 });
+
+/** The tenant, once the caller's key carries `scope` (403 naming it otherwise). */
+function scoped(c: Ctx, scope: KeyScope): string {
+  if (!c.get("owner").scopes.includes(scope)) throw missingScope(scope);
+  return c.get("tenant");
+}
 
 /** RPC typing wraps answers as Disposable; the value is the object's own Session or Failure. */
 function sessionFrom(answer: unknown): Session {
   return unwrap(answer as Session | Failure);
 }
 
-async function sessionOf(c: Ctx, id: string): Promise<Session> {
-  return sessionFrom(await sessionStub(c.env, c.get("tenant"), id).get());
+async function sessionOf(c: Ctx, id: string, scope: KeyScope = "sessions:read"): Promise<Session> {
+  return sessionFrom(await sessionStub(c.env, scoped(c, scope), id).get());
 }
 
 openCodeRoutes.get("/pty", validate("query", LocationQuery), async (c) => {
   // OpenCode lists the PTYs that run (an exited one is gone from its list): starting and running sessions.
-  const index = tenantStub(c.env, c.get("tenant"));
+  const index = tenantStub(c.env, scoped(c, "sessions:read"));
   const pages = await Promise.all(
     (["starting", "running"] as const).map((status) => index.list({ status, tag: null, limit: LIST_PAGE, after: null })),
   );
@@ -112,7 +123,7 @@ openCodeRoutes.get("/pty", validate("query", LocationQuery), async (c) => {
 
 openCodeRoutes.post("/pty", validate("query", LocationQuery), validate("json", PtyCreateBody), async (c) => {
   const { command, args, cwd, title, env } = c.req.valid("json");
-  const session = await createSession(c.env, c.get("tenant"), {
+  const session = await createSession(c.env, scoped(c, "sessions:write"), {
     command,
     args: loginArgs(command, args),
     cwd,
@@ -129,8 +140,8 @@ openCodeRoutes.get("/pty/:id", validate("query", LocationQuery), async (c) => {
 openCodeRoutes.put("/pty/:id", validate("query", LocationQuery), validate("json", PtyUpdateBody), async (c) => {
   const { title, size } = c.req.valid("json");
   const id = ptyId(c.req.param("id"));
-  const stub = sessionStub(c.env, c.get("tenant"), id);
-  let session = await sessionOf(c, id);
+  const stub = sessionStub(c.env, scoped(c, "sessions:write"), id);
+  let session = await sessionOf(c, id, "sessions:write");
   if (title) session = sessionFrom(await stub.patch({ label: title }));
   if (size) session = sessionFrom(await stub.resize(size.cols, size.rows));
   return c.json(toPty(session));
@@ -139,7 +150,7 @@ openCodeRoutes.put("/pty/:id", validate("query", LocationQuery), validate("json"
 // OpenCode's remove ends the PTY and forgets it: the session ends and is purged (pty.exited, then pty.deleted).
 openCodeRoutes.delete("/pty/:id", validate("query", LocationQuery), async (c) => {
   const id = ptyId(c.req.param("id"));
-  const ended = await sessionStub(c.env, c.get("tenant"), id).terminate(true);
+  const ended = await sessionStub(c.env, scoped(c, "sessions:write"), id).terminate(true);
   if ("failure" in ended && ended.failure.code === "NOT_FOUND") await tenantStub(c.env, c.get("tenant")).forget(id, null);
   unwrap(ended);
   return c.json(true);
@@ -148,12 +159,13 @@ openCodeRoutes.delete("/pty/:id", validate("query", LocationQuery), async (c) =>
 // A short-lived ticket for the WebSocket: a writer session token for this session.
 openCodeRoutes.post("/pty/:id/connect-token", validate("query", LocationQuery), async (c) => {
   const id = ptyId(c.req.param("id"));
-  const tenant = c.get("tenant");
+  const tenant = scoped(c, "sessions:write");
   const incarnation = await sessionStub(c.env, tenant, id).incarnation();
   if (incarnation === null) throw new ApiError("NOT_FOUND", `pty ${id} not found`);
   const secret = c.env.TOKEN_SECRET;
   if (!secret) throw new ApiError("INTERNAL", "connect tickets are disabled: TOKEN_SECRET is not set");
-  const { token } = await mintToken(secret, { tenant, sessionId: id, incarnation, role: "writer" }, TICKET_TTL_SEC);
+  const keyId = c.get("owner").keyId;
+  const { token } = await mintToken(secret, { tenant, sessionId: id, incarnation, role: "writer", keyId }, TICKET_TTL_SEC);
   return c.json({ ticket: token, expires_in: TICKET_TTL_SEC });
 });
 
@@ -165,18 +177,31 @@ openCodeRoutes.get("/pty/:id/connect", async (c) => {
   const query = ConnectQuery.safeParse(c.req.query());
   if (!query.success) return closedSocket(1008, query.error.issues[0]?.message ?? "invalid query");
   const raw = c.req.param("id");
-  let tenant: string | undefined = c.get("tenant");
+  const owner: OwnerPrincipal | undefined = c.get("owner");
+  let tenant = owner?.tenant;
+  let keyId: string | undefined = owner?.keyId;
+  // A key attaches as the owner with sessions:write, as a viewer with only sessions:read.
   let role: "owner" | TokenRole = "owner";
+  if (owner && !owner.scopes.includes("sessions:write")) {
+    if (!owner.scopes.includes("sessions:read")) return closedSocket(CloseCode.Forbidden, missingScope("sessions:read").message);
+    role = "viewer";
+  }
   const ticket = query.data.ticket;
-  if (!tenant && ticket && c.env.TOKEN_SECRET) {
-    const check = await checkToken(c.env.TOKEN_SECRET, ticket);
-    if (!check.ok || check.claims.sessionId !== raw) return closedSocket(4001, "invalid or expired ticket");
-    if ((await sessionStub(c.env, check.claims.tenant, raw).incarnation()) !== check.claims.incarnation) {
+  if (!tenant && ticket) {
+    let claims: Awaited<ReturnType<typeof tokenPrincipal>>;
+    try {
+      claims = await tokenPrincipal(c.env, ticket);
+    } catch (error) {
+      return closedSocket(4001, error instanceof ApiError ? error.message : "invalid or expired ticket");
+    }
+    if (!claims || claims.sessionId !== raw) return closedSocket(4001, "invalid or expired ticket");
+    if ((await sessionStub(c.env, claims.tenant, raw).incarnation()) !== claims.incarnation) {
       return closedSocket(PTY_GONE, "pty not found");
     }
-    tenant = check.claims.tenant;
+    tenant = claims.tenant;
+    keyId = claims.keyId;
     // The ticket's own role: a /v1 viewer link stays a viewer here (it reads, never types).
-    role = check.claims.role;
+    role = claims.role;
   }
   if (!tenant) return closedSocket(4001, "missing credentials: an API key in Authorization, or ?ticket= from connect-token");
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw)) return closedSocket(PTY_GONE, "pty not found");
@@ -185,14 +210,15 @@ openCodeRoutes.get("/pty/:id/connect", async (c) => {
   const cursor = query.data.cursor;
   // OpenCode: -1 is live output only; any other negative is 0; absent is everything from 0.
   const from = cursor === -1 ? "live" : Math.max(0, cursor ?? 0);
-  return bridge(c.env, { tenant, id: raw, role, from });
+  return bridge(c.env, { tenant, id: raw, role, from, keyId });
 });
 
 openCodeRoutes.get("/event", validate("query", LocationQuery), async (c) => {
   const lastEventId = c.req.header("last-event-id");
   const headers = new Headers();
   if (lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId)) headers.set("x-ptyb-after", lastEventId);
-  const res = await tenantStub(c.env, c.get("tenant")).fetch(new Request("https://tenant/events", { headers }));
+  headers.set("x-ptyb-key", c.get("owner").keyId);
+  const res = await tenantStub(c.env, scoped(c, "events:read")).fetch(new Request("https://tenant/events", { headers }));
   if (res.status === 429) throw new ApiError("QUOTA_EXCEEDED", "too many event streams are open for this tenant", 5);
   if (!res.ok || !res.body) throw new ApiError("INTERNAL", "the tenant's events are unavailable");
   return new Response(translateStream(res.body), {

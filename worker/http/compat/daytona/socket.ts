@@ -40,13 +40,20 @@ function upgraded(client: WebSocket, request: Request): Response {
 }
 
 /**
- * Connects to the session's object as a raw-mode client of the owner (`from` as /v1's connect
- * takes it; absent: everything retained) and answers the Daytona client's upgrade with the
- * translating end.
+ * Connects to the session's object as a raw-mode client (the owner, or a viewer for a key with
+ * only `sessions:read`; `from` as /v1's connect takes it; absent: everything retained) and
+ * answers the Daytona client's upgrade with the translating end.
  */
-export async function daytonaSocket(request: Request, stub: SessionStub, from: string | undefined): Promise<Response> {
-  const headers = new Headers({ upgrade: "websocket", "x-ptyb-mode": "raw", "x-ptyb-role": "owner" });
+export async function daytonaSocket(
+  request: Request,
+  stub: SessionStub,
+  from: string | undefined,
+  who: { role: "owner" | "viewer"; keyId: string | undefined },
+): Promise<Response> {
+  const headers = new Headers({ upgrade: "websocket", "x-ptyb-mode": "raw", "x-ptyb-role": who.role });
   if (from !== undefined) headers.set("x-ptyb-from", from);
+  // The socket closes (4011) when the key it came with is revoked.
+  if (who.keyId !== undefined) headers.set("x-ptyb-key", who.keyId);
   const res = await stub.fetch(new Request("https://session/connect", { headers }));
   const upstream = res.webSocket;
   if (res.status !== 101 || !upstream) return refusedSocket(request, `Failed to connect to PTY session: ${res.status}`);
@@ -99,6 +106,7 @@ async function upstreamClosed(stub: SessionStub, code: number, reason: string): 
     return { code: 1011, reason: closeReason({ error: "PTY session ended" }) };
   }
   if (code === CloseCode.SlowConsumer) return { code: 1008, reason: "slow consumer" };
+  if (code === CloseCode.KeyRevoked) return { code, reason: closeReason({ error: reason || "API key revoked" }) };
   // 1001 (the edge restarts), 1013 (a replay failed), ...: a close the SDK reports as an error.
   const outgoing = code === 1001 || code === 1013 || code === 1009 || code === 1008 ? code : 1011;
   return { code: outgoing, reason: closeReason({ error: reason || `PTY session connection closed (${code})` }) };

@@ -43,6 +43,8 @@ export interface BridgeRequest {
   role: "owner" | TokenRole;
   /** The offset asked for; "live" for `cursor=-1`. */
   from: number | "live";
+  /** The API key the client came with (or that minted its ticket): the socket closes (4011) when it is revoked. */
+  keyId: string | undefined;
 }
 
 /**
@@ -52,6 +54,7 @@ export interface BridgeRequest {
 async function dialSession(env: Env, request: BridgeRequest, from: number | "live"): Promise<WebSocket | null> {
   const headers = new Headers({ upgrade: "websocket", "x-ptyb-mode": "framed", "x-ptyb-role": request.role });
   headers.set("x-ptyb-from", String(from));
+  if (request.keyId !== undefined) headers.set("x-ptyb-key", request.keyId);
   const res = await sessionStub(env, request.tenant, request.id).fetch(new Request("https://session/connect", { headers }));
   return res.webSocket ?? null;
 }

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { ApiError, type ErrorCode, ErrorStatus } from "../../../../shared/errors.js";
 import type { Session } from "../../../../shared/session.js";
-import { bearer, tenantForKey } from "../../../auth/auth.js";
+import { type OwnerPrincipal, bearer, keyPrincipal } from "../../../auth/auth.js";
 import type { Env } from "../../../env.js";
 import { SESSION_ID } from "../../schemas.js";
 import { shellExitCode } from "../exit-code.js";
@@ -150,12 +150,15 @@ export function keyFromAuthorization(header: string | undefined): string | null 
   return password || null;
 }
 
-/** The tenant of the key the request carries, or null when it carries none; a wrong key is 401. */
-export async function tenantOf(env: Env, header: string | undefined): Promise<string | null> {
+/**
+ * Who holds the key the request carries (its tenant and scopes), or null when it carries none;
+ * a wrong, expired or revoked key is 401.
+ */
+export async function ownerOf(env: Env, header: string | undefined): Promise<OwnerPrincipal | null> {
   if (header === undefined || header.trim() === "") return null;
   const key = keyFromAuthorization(header);
   if (!key) throw new ApiError("UNAUTHORIZED", "Authorization must be 'Bearer <api key>' or Basic with the API key as the password");
-  const tenant = await tenantForKey(env, key);
-  if (!tenant) throw new ApiError("UNAUTHORIZED", "invalid API key");
-  return tenant;
+  const owner = await keyPrincipal(env, key);
+  if (!owner) throw new ApiError("UNAUTHORIZED", "invalid API key");
+  return owner;
 }
