@@ -151,7 +151,7 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     expect(existsSync(tarball)).toBe(true);
     const summary = packOutput.trimEnd().split("\n").at(-2) ?? "";
     expect(summary.replace(/[\d.]+ kB/g, "N kB").replace(/\d+ ms$/, "N ms")).toBe(
-      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 19 files; depends on ws ${WS}; ` +
+      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 21 files; depends on ws ${WS}; ` +
         "the SDK bundles eventsource-parser, the CLI eventsource-parser, hono; N ms",
     );
     const installed = join(project, "node_modules/ptybroker");
@@ -170,10 +170,12 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
       "dist/types/client/events.d.ts",
       "dist/types/client/http.d.ts",
       "dist/types/client/index.d.ts",
+      "dist/types/client/keys.d.ts",
       "dist/types/client/pty-types.d.ts",
       "dist/types/client/pty.d.ts",
       "dist/types/shared/agent.d.ts",
       "dist/types/shared/errors.d.ts",
+      "dist/types/shared/keys.d.ts",
       "dist/types/shared/protocol.d.ts",
       "dist/types/shared/session.d.ts",
       "package.json",
