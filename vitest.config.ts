@@ -1,10 +1,32 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-// Three projects: pure logic in Node, the Worker inside workerd, and the whole stack
-// (wrangler dev + real runners + real bash) end to end.
+/**
+ * End-to-end suites that start every process they use (their own edge, runners and Redis, with
+ * tenants of their own) and measure no time, memory or process list beyond their own: they run
+ * two at a time beside the unit and workerd suites. Most of their time is waiting (a heartbeat
+ * going silent, a drain, a purge, an edge restarting), so two of them share the cores well.
+ */
+const PAIRED_E2E = [
+  "control-heartbeat",
+  "cors",
+  "drain",
+  "events",
+  "keys",
+  "placement",
+  "resilience",
+  "retention",
+  "retention-purge",
+  "screen-idle",
+  "start-decision",
+].map((name) => `test/${name}.test.ts`);
+
+// Four projects: pure logic in Node, the Worker inside workerd, and the whole stack (wrangler
+// dev + real runners + real bash) end to end, in two groups: the suites above two at a time
+// beside the first two projects, then every other one alone (they share one stack, or measure).
 export default defineConfig({
   test: {
+    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -37,8 +59,18 @@ export default defineConfig({
       },
       {
         test: {
+          name: "e2e-paired",
+          include: PAIRED_E2E,
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 90_000,
+        },
+      },
+      {
+        test: {
           name: "e2e",
           include: ["test/**/*.test.ts"],
+          exclude: PAIRED_E2E,
           environment: "node",
           globalSetup: ["test/global-setup.ts"],
           // One suite at a time: the stack already keeps both cores busy, and floods measure it.

@@ -38,7 +38,7 @@ beforeAll(async () => {
   otherOrigin = await pageServer();
   ({ edge } = await startSuiteStack(
     {
-      apiKeys: `acme:${KEY}`,
+      apiKeys: `cors-t:${KEY}`,
       vars: { CORS_ORIGINS: `${allowedOrigin}, https://unused.example, ${BAD_ORIGIN}` },
       runners: [{ runnerId: "cors-runner" }],
     },

@@ -29,6 +29,8 @@ export class EventStreamClient {
   /** The body when the answer was not a stream (an error). */
   body = "";
   ended = false;
+  /** Why the body stopped, when the connection broke rather than the stream ending or close(). */
+  error: string | undefined;
   readonly done: Promise<void>;
   private readonly abort = new AbortController();
   private waiters = new Set<() => void>();
@@ -75,7 +77,8 @@ export class EventStreamClient {
       const failure = (why: string) =>
         new Error(
           `${why} waiting for ${what}; status ${this.status}, ` +
-            `events ${JSON.stringify(this.events.map((e) => `${e.id}:${e.event}`))}, body ${this.body.slice(0, 300)}`,
+            `events ${JSON.stringify(this.events.map((e) => `${e.id}:${e.event}`))}, body ${this.body.slice(0, 300)}` +
+            (this.error ? `, broken: ${this.error}` : ""),
         );
       const test = () => {
         if (check()) {
@@ -111,7 +114,8 @@ export class EventStreamClient {
     let res: Response;
     try {
       res = await fetch(target, { headers, signal: this.abort.signal });
-    } catch {
+    } catch (error) {
+      if (!this.abort.signal.aborted) this.error = describe(error);
       return;
     }
     this.status = res.status;
@@ -138,10 +142,21 @@ export class EventStreamClient {
         parser.feed(decoder.decode(piece, { stream: true }));
         this.notify();
       }
-    } catch {
-      // aborted
+    } catch (error) {
+      // Aborted by close(), or the connection broke: the latter is kept for the test to show.
+      if (!this.abort.signal.aborted) this.error = describe(error);
     }
   }
+}
+
+/** An error and its causes on one line (undici's "terminated" says why only in its cause). */
+function describe(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error; e !== undefined && parts.length < 4; e = (e as { cause?: unknown }).cause) {
+    parts.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+    if (!(e instanceof Error)) break;
+  }
+  return parts.join(" <- ");
 }
 
 /**

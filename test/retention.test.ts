@@ -17,7 +17,7 @@ const state = cleanup.tempFolder("ptybroker-retention-");
 beforeAll(async () => {
   ({ edge } = await startSuiteStack(
     {
-      apiKeys: `acme:${KEY}`,
+      apiKeys: `retained:${KEY}`,
       persistTo: join(state, "edge"),
       redis: true,
       runners: [{ env: { OUTPUT_RETAIN_BYTES: String(RETAIN), COALESCE_BYTES: String(CHUNK) } }],

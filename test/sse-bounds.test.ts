@@ -161,21 +161,23 @@ describe("bounded SSE streams", () => {
       console.info("cut at (MiB)", JSON.stringify(cuts.map((c) => +(c / MiB).toFixed(1))));
       expect(Math.max(...cuts)).toBeLessThan(end);
 
-      expect(run.peak - before).toBeLessThan(64 * MiB);
+      // Soft: a miss here still fails the test, and the resume below still runs and reports.
+      expect.soft(run.peak - before, "workerd's growth with the streams (bytes)").toBeLessThan(64 * MiB);
       // The other tenant's GETs, against the same flood without streams in this run: the median
       // as before, and the tail within a bound. The 31 streams cut at their bound cost the edge
       // work in bursts; the tail measured 69–102 ms against 14–26 ms without streams on this
       // 2-core machine, and the edge's share of a flood is issue 26's to cut. The bound is the
       // larger of 150 ms and 8× the p99 without streams, so that a slower hour of the same
       // machine does not fail the test; an edge that serves others seconds late fails it.
-      expect(quantile(run, 0.5)).toBeLessThan(2 * quantile(baseline, 0.5) + 5);
-      expect(quantile(run, 0.99)).toBeLessThan(Math.max(150, 8 * quantile(baseline, 0.99)));
+      expect.soft(quantile(run, 0.5), "the other tenant's p50 (ms)").toBeLessThan(2 * quantile(baseline, 0.5) + 5);
+      expect.soft(quantile(run, 0.99), "the other tenant's p99 (ms)").toBeLessThan(Math.max(150, 8 * quantile(baseline, 0.99)));
 
       // A resume from the cut's id (as an EventSource would send it) gets every later byte, then exit.
       const from = cuts[0];
       const resumed = cleanup.stream(new SseClient(edge.url, s.id, A.key, { lastEventId: String(from) }));
       await resumed.waitFor(() => resumed.ended, "the resumed stream's exit", 180_000);
-      expect(resumed.events.filter((e) => e.event !== "data").map((e) => e.event)).toEqual(["exit"]);
+      const how = `the resumed stream: status ${resumed.status}, ${resumed.bytes.byteLength} bytes, broken: ${resumed.error ?? "no"}`;
+      expect(resumed.events.filter((e) => e.event !== "data").map((e) => e.event), how).toEqual(["exit"]);
       expect(resumed.json("exit")[0]).toMatchObject({ status: "exited", exitCode: 0, offset: end });
       expect(resumed.bytes.byteLength).toBe(end - from);
       expect(resumed.bytes.equals(output.bytes.subarray(from))).toBe(true);
