@@ -1,0 +1,72 @@
+// The Tenant object's one alarm, shared by its parts (docs/architecture.md, "The tenant's alarm"):
+// each part says when it next has work (the sweep, webhook deliveries), the alarm is set to the
+// earliest of them and deleted when none has any. A part whose due time moves calls `schedule`;
+// the alarm runs every part that is due, then schedules again. No part sets the alarm itself,
+// so none can push another's earlier time away.
+import { log } from "../../shared/log.js";
+
+export interface AlarmPart {
+  /** For logs. */
+  name: string;
+  /** When this part next has work (ms since the epoch), or null for none. */
+  due(now: number): number | null;
+  /** Does the work that is due at `now`; records its results before it resolves. */
+  run(now: number): Promise<void>;
+}
+
+export class AlarmPlan {
+  /** What the alarm was last set to by this plan (null: none), so an unchanged plan costs no write. */
+  private set: number | null | undefined = undefined;
+  private running = false;
+
+  constructor(
+    private readonly storage: DurableObjectStorage,
+    private readonly parts: readonly AlarmPart[],
+    private readonly tenant: () => string | null,
+  ) {}
+
+  /** The earliest due time of every part, or null. */
+  next(now = Date.now()): number | null {
+    let next: number | null = null;
+    for (const part of this.parts) {
+      const due = part.due(now);
+      if (due !== null && (next === null || due < next)) next = due;
+    }
+    return next;
+  }
+
+  /** Sets the alarm to the earliest due time (deletes it when nothing is due). */
+  async schedule(): Promise<void> {
+    // While the alarm runs, it schedules once it is done (with every result recorded).
+    if (this.running) return;
+    const next = this.next();
+    if (this.set === undefined) this.set = await this.storage.getAlarm();
+    if (next === this.set) return;
+    if (next === null) await this.storage.deleteAlarm();
+    else await this.storage.setAlarm(next);
+    this.set = next;
+    log.info("tenant.alarm", { tenant: this.tenant(), next: next === null ? null : new Date(next).toISOString() });
+  }
+
+  /** The alarm fired: every part that is due runs (at once, each with its own deadlines), then the next one is set. */
+  async run(): Promise<void> {
+    this.running = true;
+    // The alarm that fired is gone: the plan sets the next one.
+    this.set = null;
+    try {
+      const now = Date.now();
+      const due = this.parts.filter((part) => {
+        const at = part.due(now);
+        return at !== null && at <= now;
+      });
+      await Promise.all(
+        due.map((part) =>
+          part.run(now).catch((error: unknown) => log.warn("tenant.alarm", { tenant: this.tenant(), part: part.name, outcome: "failed", error })),
+        ),
+      );
+    } finally {
+      this.running = false;
+    }
+    await this.schedule();
+  }
+}
