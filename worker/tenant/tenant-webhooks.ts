@@ -57,6 +57,8 @@ export class TenantWebhooks implements AlarmPart {
   readonly name = "webhooks";
   /** Deliveries whose attempt is on the wire (`hook/event`): not picked again until it ends. */
   private readonly inFlight = new Set<string>();
+  /** The hooks, read once and dropped on every change: an event with none costs no query. */
+  private cached: HookRow[] | null = null;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -106,6 +108,7 @@ export class TenantWebhooks implements AlarmPart {
       hook.secret,
       now,
     );
+    this.cached = null;
     return info(this.hook(hook.id) as HookRow);
   }
 
@@ -121,6 +124,7 @@ export class TenantWebhooks implements AlarmPart {
   /** The hook, its deliveries and their attempts go; an attempt on the wire is not recorded. */
   remove(id: string): boolean {
     const gone = this.sql.exec("DELETE FROM webhooks WHERE id = ? RETURNING id", id).toArray().length > 0;
+    this.cached = null;
     this.sql.exec("DELETE FROM webhook_deliveries WHERE hook_id = ?", id);
     this.sql.exec("DELETE FROM webhook_attempts WHERE hook_id = ?", id);
     return gone;
@@ -158,11 +162,13 @@ export class TenantWebhooks implements AlarmPart {
    * A lifecycle event: a delivery for each hook that asks for its type, due at once. Answers
    * how many were queued (the caller schedules the alarm when any were).
    */
-  enqueue(eventId: string, type: TenantEventType, body: string, now = Date.now()): number {
-    const hooks = this.sql.exec<HookRow>("SELECT * FROM webhooks").toArray();
+  enqueue(eventId: string, type: TenantEventType, bodyOf: () => string, now = Date.now()): number {
+    this.cached ??= this.sql.exec<HookRow>("SELECT * FROM webhooks").toArray();
+    const hooks = this.cached.filter((hook) => (JSON.parse(hook.events) as string[]).includes(type));
+    if (hooks.length === 0) return 0;
+    const body = bodyOf();
     let queued = 0;
     for (const hook of hooks) {
-      if (!(JSON.parse(hook.events) as string[]).includes(type)) continue;
       const pending = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending'").one().n;
       const full = pending >= MAX_PENDING;
       this.sql.exec(

@@ -44,6 +44,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   private readonly webhooks: TenantWebhooks;
   private readonly auditLog: TenantAudit;
   private readonly plan: AlarmPlan;
+  private readonly sweep: TenantSweep;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -75,13 +76,15 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const tenantName = () => this.ctx.storage.kv.get<string>("tenant") ?? null;
     this.webhooks = new TenantWebhooks(this.sql, () => retryPolicy(env), tenantName);
     this.auditLog = new TenantAudit(this.sql, () => auditRetainDays(env));
-    const sweep = new TenantSweep(this.sql, {
+    const kv = ctx.storage.kv;
+    const clock = { get: () => kv.get<number>("sweepAt"), put: (at: number) => kv.put("sweepAt", at), clear: () => void kv.delete("sweepAt") };
+    this.sweep = new TenantSweep(this.sql, clock, {
       tenant: tenantName,
       ask: async (tenant, id) => (await sessionStub(env, tenant, id).get()) as Session | Failure,
       record: (session) => this.record(session, null),
       free: (id) => this.forget(id, null),
     });
-    this.plan = new AlarmPlan(ctx.storage, [sweep, this.webhooks], tenantName);
+    this.plan = new AlarmPlan(ctx.storage, [this.sweep, this.webhooks], tenantName);
     void this.plan.schedule();
   }
 
@@ -127,6 +130,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     );
     this.nameTenant(tenant);
     // The new row has no record yet: the sweep is due for it if its session never reports.
+    this.sweep.reserved();
     await this.plan.schedule();
     return { ok: true, max: Object.fromEntries(Object.entries(max).filter(([, v]) => v !== undefined)) };
   }
@@ -321,7 +325,7 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     this.sql.exec("DELETE FROM events WHERE seq <= ?", seq - KEEP_EVENTS);
     this.events.publish({ seq, type, data } satisfies StoredEvent);
     // A webhook's body is the event with its id (the same id as on `GET /v1/events`).
-    const body = JSON.stringify({ id: String(seq), type, at, session });
+    const body = () => JSON.stringify({ id: String(seq), type, at, session });
     if (this.webhooks.enqueue(String(seq), type, body) > 0) {
       this.ctx.waitUntil(this.plan.schedule());
     }
