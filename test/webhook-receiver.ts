@@ -30,6 +30,8 @@ export class WebhookReceiver {
   readonly secrets = new Map<string, string>();
   /** The status to answer (200 unless it says otherwise). */
   answer: (path: string, eventId: string, attempt: number, event: Received["event"]) => number = () => 200;
+  /** Where a 3xx answer points (a path on this receiver). */
+  redirectTo = "/redirected";
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => {
@@ -37,7 +39,9 @@ export class WebhookReceiver {
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
         void this.take(req.url ?? "/", req.headers, Buffer.concat(chunks).toString("utf8")).then((status) => {
-          res.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "ok" : "no");
+          const headers: Record<string, string> = { "content-type": "text/plain" };
+          if (status >= 300 && status < 400) headers.location = this.redirectTo;
+          res.writeHead(status, headers).end(status === 200 ? "ok" : "no");
         });
       });
     });

@@ -139,6 +139,28 @@ describe("deliveries", () => {
   });
 });
 
+describe("redirects", () => {
+  it("a receiver's redirect is not followed: the attempt fails with its status and the target gets nothing", async () => {
+    const api = await tenantKey("redirect");
+    const made = await hook(api, "/bounce", { events: ["session.created"] });
+    receiver.secrets.set("/redirected", made.secret);
+    const previous = receiver.answer;
+    receiver.answer = (path, eventId, attempt, event) => (path === "/bounce" ? 307 : previous(path, eventId, attempt, event));
+    try {
+      const id = await session(api);
+      await receiver.waitFor("/bounce", id, "session.created", 2, 10_000);
+      const listed = await api.request<{ deliveries: WebhookDelivery[] }>("GET", `/v1/webhooks/${made.id}/deliveries`);
+      const delivery = listed.body.deliveries.find((d) => d.type === "session.created");
+      expect(delivery?.state).toBe("pending");
+      expect(delivery?.attempts[0]).toMatchObject({ attempt: 1, status: 307, error: "HTTP 307" });
+      expect(receiver.received.filter((r) => r.path === "/redirected")).toEqual([]);
+    } finally {
+      expect((await api.request("DELETE", `/v1/webhooks/${made.id}`)).status).toBe(200);
+      receiver.answer = previous;
+    }
+  });
+});
+
 describe("who may, and what is refused", () => {
   it("a sessions:read key cannot create, list or delete hooks (403); a session token neither", async () => {
     const owner = await tenantKey("scopes");
