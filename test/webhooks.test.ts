@@ -5,13 +5,16 @@
 // tenant's sweep shares the one alarm: alarm-plan.ts); the deliveries route lists the attempts;
 // a tampered body and an old timestamp fail verification; a deleted hook is sent nothing more;
 // a `sessions:read` key cannot create a hook; bad bodies are 400 and create nothing; the hook cap
-// is 409. (The refusal of private URLs without WEBHOOK_ALLOW_PRIVATE: test/audit.test.ts, whose
+// is 409; `ptybroker webhooks` and `ptybroker audit`. (The refusal of private URLs without WEBHOOK_ALLOW_PRIVATE: test/audit.test.ts, whose
 // stack does not set it, and worker/webhooks.test.ts.)
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type WebhookDelivery, WebhookVerifyError, verifyWebhook } from "../client/index.js";
 import { signWebhook } from "../shared/webhook-signature.js";
-import { secret } from "../scripts/stack.js";
-import { Api, SuiteCleanup, type SuiteStack, startSuiteStack } from "./harness.js";
+import { ROOT, secret } from "../scripts/stack.js";
+import { Api, SuiteCleanup, type SuiteStack, startSuiteStack, until } from "./harness.js";
 import { WebhookReceiver } from "./webhook-receiver.js";
 
 const ADMIN_KEY = secret();
@@ -218,5 +221,50 @@ describe("who may, and what is refused", () => {
     expect(over.status).toBe(409);
     expect(over.body.error.message).toMatch(/at most 16/);
     expect((await api.request<{ webhooks: unknown[] }>("GET", "/v1/webhooks")).body.webhooks).toHaveLength(16);
+  });
+});
+
+describe("the CLI", () => {
+  it("ptybroker webhooks creates (the secret printed once), lists, shows deliveries and deletes; ptybroker audit pages the log", async () => {
+    const api = await tenantKey("cli");
+    const run = (...args: string[]) =>
+      promisify(execFile)("node", [join(ROOT, "bin/ptybroker.js"), ...args], {
+        env: { ...process.env, PTYBROKER_URL: url, PTYBROKER_API_KEY: api.key ?? "" },
+        encoding: "utf8",
+      });
+    const made = await run("webhooks", "create", "--url", `${hooksUrl}/cli`, "--events", "session.created,session.exited");
+    const secretText = made.stdout.trim();
+    expect(secretText).toMatch(/^whsec_[0-9a-f]{64}$/);
+    expect(made.stderr).toMatch(/^webhook wh_[0-9a-f]{24} → .*\/cli \(session.created session.exited\): its signing secret is shown this once\n$/);
+    receiver.secrets.set("/cli", secretText);
+    const listed = (await run("webhooks")).stdout;
+    expect(listed).toMatch(/^ID\s+URL\s+EVENTS\s+CREATED\n/);
+    expect(listed).not.toContain(secretText);
+    const id = /wh_[0-9a-f]{24}/.exec(listed)?.[0] as string;
+    const session = await api.create({ command: "sleep", args: ["30"] });
+    cleanup.session(api, session.id);
+    await receiver.waitFor("/cli", session.id, "session.created", 1, 10_000);
+    const deliveries = await until(async () => {
+      const out = (await run("webhooks", "deliveries", id)).stdout;
+      return out.includes("delivered") ? out : undefined;
+    }, 5000, "the delivery listed as delivered");
+    expect(deliveries).toMatch(/^EVENT\s+TYPE\s+STATE\s+ATTEMPTS\s+LAST\s+NEXT\n\d+\s+session.created\s+delivered\s+1\s+200 in \d+ ms\s+-\n/);
+    const json = JSON.parse((await run("webhooks", "deliveries", id, "--json")).stdout) as WebhookDelivery[];
+    expect(json[0].attempts[0].status).toBe(200);
+    expect((await run("webhooks", "delete", id)).stdout).toBe(`${id}: deleted\n`);
+    expect((await api.request<{ webhooks: unknown[] }>("GET", "/v1/webhooks")).body.webhooks).toEqual([]);
+    // A missing id is exit 1 with the edge's message; a bad flag is a usage error, exit 2.
+    await expect(run("webhooks", "delete", `wh_${"0".repeat(24)}`)).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/not found/) });
+    await expect(run("webhooks", "create")).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/needs --url/) });
+    await expect(run("webhooks", "create", "--url", "http://x/", "--events", "nope")).rejects.toMatchObject({ code: 2 });
+
+    const audit = (await run("audit")).stdout;
+    expect(audit).toMatch(/^ID\s+AT\s+ACTOR\s+ACTION\s+SESSION\s+IP\s+OUTCOME\s+DETAIL\n/);
+    for (const action of ["key.create", "webhook.create", "session.create", "webhook.delete"]) expect(audit).toContain(action);
+    const page = JSON.parse((await run("audit", "--limit", "2", "--json")).stdout) as { entries: { id: string }[]; nextCursor: string };
+    expect(page.entries).toHaveLength(2);
+    const next = JSON.parse((await run("audit", "--after", page.nextCursor, "--json")).stdout) as { entries: { id: string }[] };
+    expect(Number(next.entries[0].id)).toBeGreaterThan(Number(page.entries[1].id));
+    await expect(run("audit", "--limit", "0")).rejects.toMatchObject({ code: 2 });
   });
 });
