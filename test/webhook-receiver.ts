@@ -1,10 +1,9 @@
 // A webhook receiver for the end-to-end tests: a real HTTP server on loopback that keeps every
-// POST it gets (path, headers, raw body, the SDK's verdict on its signature) and answers each
-// with what the test's `answer` says (200 unless told). Tests wait on what arrives, with
-// deadlines, never on time.
+// POST it gets (path, headers, raw body, the verdict of the `verify` it is given on its
+// signature: the suites pass the SDK's verifyWebhook) and answers each with what the test's
+// `answer` says (200 unless told). Tests wait on what arrives, with deadlines, never on time.
 import { type IncomingHttpHeaders, type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { verifyWebhook } from "../client/index.js";
 import { until } from "./waits.js";
 
 export interface Received {
@@ -23,7 +22,12 @@ export interface Received {
   status: number;
 }
 
+/** Checks a signature; throws (with a `code`) when it does not hold. */
+export type Verify = (body: string, header: string | undefined, secret: string) => Promise<unknown>;
+
 export class WebhookReceiver {
+  constructor(private readonly verify: Verify) {}
+
   readonly received: Received[] = [];
   private server: Server | null = null;
   /** The secret each path's hook signs with (set once the hook is created). */
@@ -54,7 +58,7 @@ export class WebhookReceiver {
     const secret = this.secrets.get(path) ?? "";
     let refused: string | null = null;
     try {
-      await verifyWebhook(body, headers["ptybroker-signature"] as string | undefined, secret);
+      await this.verify(body, headers["ptybroker-signature"] as string | undefined, secret);
     } catch (error) {
       refused = (error as { code?: string }).code ?? String(error);
     }

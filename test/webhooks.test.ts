@@ -19,7 +19,8 @@ import { WebhookReceiver } from "./webhook-receiver.js";
 
 const ADMIN_KEY = secret();
 const cleanup = new SuiteCleanup();
-const receiver = new WebhookReceiver();
+// Every POST's signature is checked on arrival with the SDK's verifyWebhook.
+const receiver = new WebhookReceiver((body, header, key) => verifyWebhook(body, header, key));
 let stack: SuiteStack;
 let admin: Api;
 let url: string;
