@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type WebhookDelivery, WebhookVerifyError, verifyWebhook } from "../client/index.js";
 import { signWebhook } from "../shared/webhook-signature.js";
 import { ROOT, secret } from "../scripts/stack.js";
-import { Api, SuiteCleanup, type SuiteStack, startSuiteStack, until } from "./harness.js";
+import { Api, SuiteCleanup, type SuiteStack, startSuiteStack, stripEscapes, until } from "./harness.js";
 import { WebhookReceiver } from "./webhook-receiver.js";
 
 const ADMIN_KEY = secret();
@@ -102,6 +102,15 @@ describe("deliveries", () => {
     // The other sessions' events were delivered too, each verified.
     for (const id of others) await receiver.waitFor("/retry", id, "session.created", 1, 10_000);
     expect(receiver.received.filter((r) => r.path === "/retry").every((r) => r.refused === null)).toBe(true);
+
+    // Each failed attempt is logged as a warning naming the hook, the event, the attempt and its status.
+    const warned = await until(() => {
+      const lines = stripEscapes(stack.edge.output()).split("\n").filter((l) => l.includes('"event":"webhook.attempt"') && l.includes(`"hookId":"${made.id}"`));
+      return lines.length >= 2 ? lines : undefined;
+    }, 5000, "the webhook.attempt warnings");
+    expect(warned[0]).toContain(`"eventId":"${got[0].eventId}","attempt":1,"status":500`);
+    expect(warned[0]).toMatch(/"outcome":"retry"/);
+    expect(warned[1]).toContain('"attempt":2,"status":500');
 
     // The deliveries route: the three attempts, oldest first.
     const listed = await api.request<{ deliveries: WebhookDelivery[] }>("GET", `/v1/webhooks/${made.id}/deliveries`);
@@ -245,19 +254,17 @@ describe("the CLI", () => {
     const session = await api.create({ command: "sleep", args: ["30"] });
     cleanup.session(api, session.id);
     await receiver.waitFor("/cli", session.id, "session.created", 1, 10_000);
-    const deliveries = await until(async () => {
-      const out = (await run("webhooks", "deliveries", id)).stdout;
-      return out.includes("delivered") ? out : undefined;
-    }, 5000, "the delivery listed as delivered");
+    await until(async () => {
+      const res = await api.request<{ deliveries: WebhookDelivery[] }>("GET", `/v1/webhooks/${id}/deliveries`);
+      return res.body.deliveries.some((d) => d.state === "delivered");
+    }, 5000, "the delivery recorded as delivered");
+    const deliveries = (await run("webhooks", "deliveries", id)).stdout;
     expect(deliveries).toMatch(/^EVENT\s+TYPE\s+STATE\s+ATTEMPTS\s+LAST\s+NEXT\n\d+\s+session.created\s+delivered\s+1\s+200 in \d+ ms\s+-\n/);
-    const json = JSON.parse((await run("webhooks", "deliveries", id, "--json")).stdout) as WebhookDelivery[];
-    expect(json[0].attempts[0].status).toBe(200);
     expect((await run("webhooks", "delete", id)).stdout).toBe(`${id}: deleted\n`);
     expect((await api.request<{ webhooks: unknown[] }>("GET", "/v1/webhooks")).body.webhooks).toEqual([]);
     // A missing id is exit 1 with the edge's message; a bad flag is a usage error, exit 2.
     await expect(run("webhooks", "delete", `wh_${"0".repeat(24)}`)).rejects.toMatchObject({ code: 1, stderr: expect.stringMatching(/not found/) });
     await expect(run("webhooks", "create")).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/needs --url/) });
-    await expect(run("webhooks", "create", "--url", "http://x/", "--events", "nope")).rejects.toMatchObject({ code: 2 });
 
     const audit = (await run("audit")).stdout;
     expect(audit).toMatch(/^ID\s+AT\s+ACTOR\s+ACTION\s+SESSION\s+IP\s+OUTCOME\s+DETAIL\n/);
@@ -266,6 +273,5 @@ describe("the CLI", () => {
     expect(page.entries).toHaveLength(2);
     const next = JSON.parse((await run("audit", "--after", page.nextCursor, "--json")).stdout) as { entries: { id: string }[] };
     expect(Number(next.entries[0].id)).toBeGreaterThan(Number(page.entries[1].id));
-    await expect(run("audit", "--limit", "0")).rejects.toMatchObject({ code: 2 });
   });
 });
