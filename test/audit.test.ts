@@ -129,6 +129,11 @@ describe("the audit log", () => {
     expect(res.status).toBe(403);
     expect(res.body.error.message).toMatch(/webhooks:write/);
     const owner = new Api(url, (await mint("aud-scopes", { name: "owner" })).key);
+    // A key refused for a missing scope is recorded with the code it got.
+    const reader = await mint("aud-scopes", { name: "reader", scopes: ["sessions:read"] });
+    expect((await new Api(url, reader.key).request("POST", "/v1/sessions", {})).status).toBe(403);
+    const refused = await until(async () => (await everything(owner)).find((e) => e.action === "session.create"), 5000, "the refused create's entry");
+    expect(refused).toMatchObject({ actor: { id: reader.keyId, kind: "key" }, outcome: "FORBIDDEN" });
     const session = await owner.create({});
     cleanup.session(owner, session.id);
     const token = (await owner.request<{ token: string }>("POST", `/v1/sessions/${session.id}/tokens`, { role: "writer" })).body.token;

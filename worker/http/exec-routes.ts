@@ -37,7 +37,8 @@ execRoutes.use(
 
 execRoutes.post("/", validate("json", ExecBody), async (c) => {
   const { stdin, timeoutSec, maxOutputBytes, ...process } = c.req.valid("json");
-  const tenant = requireScope(c.get("principal"), "sessions:write");
+  const principal = c.get("principal");
+  const tenant = requireScope(principal, "sessions:write");
   const input = new TextEncoder().encode(stdin ?? "");
   if (input.byteLength > MAX_EXEC_STDIN_BYTES) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `stdin is ${input.byteLength} bytes; at most ${MAX_EXEC_STDIN_BYTES}`);
@@ -45,7 +46,7 @@ execRoutes.post("/", validate("json", ExecBody), async (c) => {
   const started = Date.now();
   const id = crypto.randomUUID();
   // Recorded as a create (with `exec`), with the stdin's byte count, never its content.
-  const what = { tenant, actor: actorOf(c.get("principal")), action: "session.create" as const, sessionId: id, detail: { exec: true, stdinBytes: input.byteLength } };
+  const what = { tenant, actor: actorOf(principal), action: "session.create" as const, sessionId: id, detail: { exec: true, stdinBytes: input.byteLength } };
   const created = await audited(c, what, () =>
     createSession(c.env, tenant, {
       ...process,

@@ -18,8 +18,9 @@ keysRoutes.get("/", async (c) => c.json(await listKeys(c.env, requireEveryScope(
 
 keysRoutes.post("/", validate("json", CreateKeyBody), async (c) => {
   const principal = c.get("principal");
-  const tenant = requireEveryScope(principal);
+  const tenant = principal.tenant;
   const made = await audited(c, { tenant, actor: actorOf(principal), action: "key.create" }, async (detail) => {
+    requireEveryScope(principal);
     const key = await createKey(c.env, tenant, c.req.valid("json"));
     detail.keyId = key.keyId;
     return key;
@@ -29,8 +30,13 @@ keysRoutes.post("/", validate("json", CreateKeyBody), async (c) => {
 
 keysRoutes.delete("/:keyId", async (c) => {
   const principal = c.get("principal");
-  const tenant = requireEveryScope(principal);
+  const tenant = principal.tenant;
   const keyId = c.req.param("keyId");
   const what = { tenant, actor: actorOf(principal), action: "key.revoke" as const, detail: { keyId: keyId.slice(0, 64) } };
-  return c.json(await audited(c, what, () => revokeKey(c.env, tenant, keyId)));
+  return c.json(
+    await audited(c, what, () => {
+      requireEveryScope(principal);
+      return revokeKey(c.env, tenant, keyId);
+    }),
+  );
 });

@@ -139,11 +139,12 @@ sessionRoutes.use("*", async (c, next) =>
 
 sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
   const { timeoutSec, idleTimeoutSec, detachedTimeoutSec, ...body } = c.req.valid("json");
-  const tenant = requireScope(c.get("principal"), "sessions:write");
   const id = body.id ?? crypto.randomUUID();
-  const made = await audited(c, auditOf(c, "session.create", id), () =>
-    createSession(c.env, tenant, { ...body, id, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } }),
-  );
+  // A refusal (a key without sessions:write, the quota) is recorded too, with its code.
+  const made = await audited(c, auditOf(c, "session.create", id), () => {
+    const tenant = requireScope(c.get("principal"), "sessions:write");
+    return createSession(c.env, tenant, { ...body, id, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } });
+  });
   return c.json(made, 201);
 });
 

@@ -30,9 +30,11 @@ function hookId(raw: string): string {
 
 webhooksRoutes.post("/", validate("json", CreateWebhookBody), async (c) => {
   const principal = c.get("principal");
-  const tenant = requireScope(principal, "webhooks:write");
+  const tenant = principal.tenant;
   const body = c.req.valid("json");
+  // Refusals (a key without webhooks:write, a private URL, the cap) are recorded with their code.
   const made = await audited(c, { tenant, actor: actorOf(principal), action: "webhook.create" }, async (detail) => {
+    requireScope(principal, "webhooks:write");
     const problem = webhookUrlProblem(body.url, c.env.WEBHOOK_ALLOW_PRIVATE === "1");
     if (problem) throw new ApiError("INVALID_REQUEST", problem);
     const secret = body.secret ?? `whsec_${hex(32)}`;
@@ -65,11 +67,12 @@ webhooksRoutes.get("/:id/deliveries", async (c) => {
 
 webhooksRoutes.delete("/:id", async (c) => {
   const principal = c.get("principal");
-  const tenant = requireScope(principal, "webhooks:write");
+  const tenant = principal.tenant;
   const raw = c.req.param("id");
-  const done = await audited(c, { tenant, actor: actorOf(principal), action: "webhook.delete", detail: { hookId: raw.slice(0, 64) } }, async () =>
-    unwrap((await tenantStub(c.env, tenant).removeHook(hookId(raw))) as { id: string } | Failure),
-  );
+  const done = await audited(c, { tenant, actor: actorOf(principal), action: "webhook.delete", detail: { hookId: raw.slice(0, 64) } }, async () => {
+    requireScope(principal, "webhooks:write");
+    return unwrap((await tenantStub(c.env, tenant).removeHook(hookId(raw))) as { id: string } | Failure);
+  });
   log.info("webhook.delete", { tenant, hookId: done.id, outcome: "deleted" });
   return c.json({ id: done.id, deleted: true });
 });

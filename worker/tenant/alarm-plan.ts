@@ -35,16 +35,24 @@ export class AlarmPlan {
     return next;
   }
 
-  /** Sets the alarm to the earliest due time (deletes it when nothing is due). */
+  /**
+   * Sets the alarm to the earliest due time (deletes it when nothing is due). The time is
+   * computed and recorded with no await before the storage call, so calls that overlap reach
+   * storage in the order they computed: the last one written saw the newest state.
+   */
   async schedule(): Promise<void> {
     // While the alarm runs, it schedules once it is done (with every result recorded).
     if (this.running) return;
+    if (this.set === undefined) {
+      const current = await this.storage.getAlarm();
+      this.set ??= current;
+      if (this.running) return;
+    }
     const next = this.next();
-    if (this.set === undefined) this.set = await this.storage.getAlarm();
     if (next === this.set) return;
+    this.set = next;
     if (next === null) await this.storage.deleteAlarm();
     else await this.storage.setAlarm(next);
-    this.set = next;
     log.info("tenant.alarm", { tenant: this.tenant(), next: next === null ? null : new Date(next).toISOString() });
   }
 
