@@ -5,6 +5,9 @@
 // so none can push another's earlier time away.
 import { log } from "../../shared/log.js";
 
+/** A part whose run threw is not run again before this long (no alarm loop on a lasting fault). */
+export const FAILED_PART_HOLD_MS = 30_000;
+
 export interface AlarmPart {
   /** For logs. */
   name: string;
@@ -18,6 +21,8 @@ export class AlarmPlan {
   /** What the alarm was last set to by this plan (null: none), so an unchanged plan costs no write. */
   private set: number | null | undefined = undefined;
   private running = false;
+  /** Parts whose last run threw, and when they may run again. */
+  private readonly held = new Map<AlarmPart, number>();
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -29,10 +34,16 @@ export class AlarmPlan {
   next(now = Date.now()): number | null {
     let next: number | null = null;
     for (const part of this.parts) {
-      const due = part.due(now);
+      const due = this.dueOf(part, now);
       if (due !== null && (next === null || due < next)) next = due;
     }
     return next;
+  }
+
+  private dueOf(part: AlarmPart, now: number): number | null {
+    const due = part.due(now);
+    const held = this.held.get(part);
+    return due === null || held === undefined ? due : Math.max(due, held);
   }
 
   /**
@@ -64,13 +75,19 @@ export class AlarmPlan {
     try {
       const now = Date.now();
       const due = this.parts.filter((part) => {
-        const at = part.due(now);
+        const at = this.dueOf(part, now);
         return at !== null && at <= now;
       });
       await Promise.all(
-        due.map((part) =>
-          part.run(now).catch((error: unknown) => log.warn("tenant.alarm", { tenant: this.tenant(), part: part.name, outcome: "failed", error })),
-        ),
+        due.map(async (part) => {
+          try {
+            await part.run(now);
+            this.held.delete(part);
+          } catch (error) {
+            this.held.set(part, Date.now() + FAILED_PART_HOLD_MS);
+            log.warn("tenant.alarm", { tenant: this.tenant(), part: part.name, outcome: "failed", error });
+          }
+        }),
       );
     } finally {
       this.running = false;
