@@ -11,6 +11,7 @@ import type {
   SignalName,
 } from "../shared/session.js";
 import { KeyCalls } from "./keys.js";
+import { AuditCalls, WebhookCalls } from "./webhooks.js";
 import { AgentCalls, type ExpectOptions, type InputOptions, type InputResult, type RunOptions, type ScreenRepaint } from "./agent.js";
 import { PATIENCE_NEEDED_SEC } from "./patience.js";
 import { isFatal, PtyBrokerError } from "./errors.js";
@@ -143,6 +144,16 @@ export class PtyBroker {
   /** The tenant's API keys (`/v1/keys`): list, create, revoke; needs a key with every scope. */
   get keys(): KeyCalls {
     return new KeyCalls(this.http);
+  }
+
+  /** The tenant's signed webhooks (`/v1/webhooks`): create, list, get, delete, deliveries; needs `webhooks:write`. */
+  get webhooks(): WebhookCalls {
+    return new WebhookCalls(this.http);
+  }
+
+  /** The tenant's audit log (`/v1/audit`), a page at a time; needs a key with every scope. */
+  get audit(): AuditCalls {
+    return new AuditCalls(this.http);
   }
 
   /**

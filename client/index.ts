@@ -31,6 +31,21 @@ export { EventStream, type BrokerEvent, type SessionEvent, type GapEvent, type E
 export { PtyBrokerError, type ClientErrorCode } from "./errors.js";
 export { KeyCalls, type CreateKeyOptions } from "./keys.js";
 export { KEY_SCOPES, type KeyScope, type KeyInfo, type MintedKey } from "../shared/keys.js";
+export { WebhookCalls, AuditCalls, type CreateWebhookOptions, type AuditPageOptions } from "./webhooks.js";
+export { verifyWebhook, WebhookVerifyError, type WebhookVerifyCode } from "../shared/webhook-signature.js";
+export {
+  WEBHOOK_EVENTS,
+  AUDIT_ACTIONS,
+  type WebhookInfo,
+  type CreatedWebhook,
+  type WebhookDelivery,
+  type WebhookAttempt,
+  type WebhookEventBody,
+  type AuditEntry,
+  type AuditActor,
+  type AuditAction,
+  type AuditPage,
+} from "../shared/webhooks.js";
 export type {
   Session,
   SessionStatus,

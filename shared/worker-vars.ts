@@ -41,6 +41,17 @@ export const WORKER_VARIABLES = {
   /** `debug`, `info` (the default), `warn` or `error`. */
   LOG_LEVEL: { secret: false },
   /**
+   * `1` lets webhooks point at this host and private networks (loopback, 10/8, 169.254/16, …);
+   * unset, such URLs are refused with 400 (docs/security.md, "Webhooks"). For local receivers only.
+   */
+  WEBHOOK_ALLOW_PRIVATE: { secret: false },
+  /** The first retry delay of a failed webhook delivery (default 30 s); it doubles each time. */
+  WEBHOOK_RETRY_BASE_MS: { secret: false },
+  /** The longest retry delay (default 1 h); retries stop 24 h after the event. */
+  WEBHOOK_RETRY_CAP_MS: { secret: false },
+  /** How long audit entries are kept, in days (default 90). */
+  AUDIT_RETAIN_DAYS: { secret: false },
+  /**
    * A name for this edge, answered by `/healthz` as `instance`: a local start (scripts/stack.ts)
    * sets a random one, so that its readiness check knows its own edge from another on the port.
    */

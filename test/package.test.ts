@@ -151,7 +151,7 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     expect(existsSync(tarball)).toBe(true);
     const summary = packOutput.trimEnd().split("\n").at(-2) ?? "";
     expect(summary.replace(/[\d.]+ kB/g, "N kB").replace(/\d+ ms$/, "N ms")).toBe(
-      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 21 files; depends on ws ${WS}; ` +
+      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 24 files; depends on ws ${WS}; ` +
         "the SDK bundles eventsource-parser, the CLI eventsource-parser, hono; N ms",
     );
     const installed = join(project, "node_modules/ptybroker");
@@ -173,11 +173,14 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
       "dist/types/client/keys.d.ts",
       "dist/types/client/pty-types.d.ts",
       "dist/types/client/pty.d.ts",
+      "dist/types/client/webhooks.d.ts",
       "dist/types/shared/agent.d.ts",
       "dist/types/shared/errors.d.ts",
       "dist/types/shared/keys.d.ts",
       "dist/types/shared/protocol.d.ts",
       "dist/types/shared/session.d.ts",
+      "dist/types/shared/webhook-signature.d.ts",
+      "dist/types/shared/webhooks.d.ts",
       "package.json",
     ]);
     const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as Record<string, unknown>;

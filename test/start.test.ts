@@ -248,6 +248,10 @@ const GIVEN_VARS = {
   SESSION_RETAIN_SEC: "86401",
   SSE_KEEPALIVE_MS: "15001",
   CORS_ORIGINS: "https://start-test.example",
+  WEBHOOK_ALLOW_PRIVATE: "0",
+  WEBHOOK_RETRY_BASE_MS: "30001",
+  WEBHOOK_RETRY_CAP_MS: "3600001",
+  AUDIT_RETAIN_DAYS: "91",
   LOG_LEVEL: "info",
 } as const satisfies Record<Exclude<WorkerVariable, "API_KEYS" | "RUNNER_TOKEN" | "TOKEN_SECRET" | "EDGE_INSTANCE">, string>;
 

@@ -10,10 +10,12 @@ import { routeNotFound } from "./http/not-found.js";
 import { LogTrimmedBody, SESSION_ID } from "./http/schemas.js";
 import { validate } from "./http/validate.js";
 import { adminRoutes } from "./http/admin-routes.js";
+import { auditRoutes } from "./http/audit-routes.js";
 import { eventRoutes } from "./http/events-routes.js";
 import { execRoutes } from "./http/exec-routes.js";
 import { keysRoutes } from "./http/keys-routes.js";
 import { sessionRoutes } from "./http/sessions-routes.js";
+import { webhooksRoutes } from "./http/webhooks-routes.js";
 import { daytonaRoutes } from "./http/compat/daytona.js";
 import { openCodeRoutes } from "./http/compat/opencode.js";
 
@@ -41,6 +43,8 @@ app.route("/v1/sessions", sessionRoutes);
 app.route("/v1/events", eventRoutes);
 app.route("/v1/exec", execRoutes);
 app.route("/v1/keys", keysRoutes);
+app.route("/v1/webhooks", webhooksRoutes);
+app.route("/v1/audit", auditRoutes);
 // The admin API (ADMIN_KEY; unset: 404 as an unknown route).
 app.route("/admin/v1", adminRoutes);
 app.route("/compat/daytona", daytonaRoutes);

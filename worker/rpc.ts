@@ -7,6 +7,7 @@ import type { CommandRecord, ExpectResult, RunResult, ScreenSnapshot } from "../
 import type { Failure } from "../shared/errors.js";
 import type { KeyInfo, KeyScope, TenantInfo, TenantLimits } from "../shared/keys.js";
 import type { OutputStream, PoolMessage } from "../shared/protocol.js";
+import type { AuditEntry, AuditPage, WebhookDelivery, WebhookInfo } from "../shared/webhooks.js";
 import type {
   EndReason,
   Session,
@@ -128,7 +129,28 @@ export interface TenantRpc extends Rpc.DurableObjectBranded {
   listKeys(tenant: string): KeyInfo[];
   /** Deletes the key and closes what was opened with it; NOT_FOUND for an unknown id. */
   revokeKey(keyId: string): Promise<{ keyId: string; closed: number } | Failure>;
+  /** A new webhook (CONFLICT beyond the tenant's cap); the URL was checked by the route. */
+  addHook(tenant: string, hook: NewWebhook): Promise<WebhookInfo | Failure>;
+  listHooks(): WebhookInfo[];
+  getHook(id: string): WebhookInfo | Failure;
+  /** Deletes the hook and its deliveries: nothing more is sent to it. */
+  removeHook(id: string): Promise<{ id: string } | Failure>;
+  hookDeliveries(id: string): { deliveries: WebhookDelivery[] } | Failure;
+  /** Appends to the audit log (the Worker's routes, once an action's outcome is known). */
+  audit(entry: NewAuditEntry): void;
+  auditPage(after: number, limit: number): AuditPage;
 }
+
+/** A webhook to store: its signing secret is kept (the edge signs with it), shown only by the create. */
+export interface NewWebhook {
+  id: string;
+  url: string;
+  events: TenantEventType[];
+  secret: string;
+}
+
+/** An audit entry as a route writes it: the tenant numbers it. */
+export type NewAuditEntry = Omit<AuditEntry, "id">;
 
 /** What a minted key's check found. */
 export type KeyCheck = { ok: true; scopes: KeyScope[] } | { ok: false; expiredAt: string | null };

@@ -10,6 +10,7 @@ import { exec, record } from "./exec.js";
 import { keys } from "./keys.js";
 import { runnerCredential } from "./runner-credential.js";
 import { kill, logs, ls, share } from "./sessions.js";
+import { audit, webhooks } from "./webhooks.js";
 
 const USAGE = `ptybroker: persistent remote terminals
 
@@ -68,6 +69,16 @@ Usage:
                                    sessions:write, events:read, webhooks:write; none = all)
   ptybroker keys revoke <key id>   revoke a key at once (its sockets close with 4011)
                                    (keys needs a key with every scope)
+  ptybroker webhooks [list] [--json]
+                                   the tenant's webhooks: ID URL EVENTS CREATED
+  ptybroker webhooks create --url URL [--events a,b] [--secret S] [--json]
+                                   a new webhook; its signing secret is printed once
+  ptybroker webhooks delete <id>   nothing more is sent to it
+  ptybroker webhooks deliveries <id> [--json]
+                                   its deliveries: EVENT TYPE STATE ATTEMPTS LAST NEXT
+                                   (webhooks needs a key with webhooks:write)
+  ptybroker audit [--after ID] [--limit N] [--json]
+                                   a page of the audit log, oldest first (a key with every scope)
   ptybroker runner-credential --id RUNNER_ID [--tenants a,b]
                                    a runner's own credential, signed with RUNNER_SECRET (from the
                                    environment); the runner uses it as its RUNNER_TOKEN
@@ -94,6 +105,8 @@ const COMMANDS: Record<string, (args: string[]) => Promise<number>> = {
   logs,
   share,
   keys,
+  webhooks,
+  audit,
   "runner-credential": runnerCredential,
 };
 

@@ -185,6 +185,12 @@ export function requireScope(principal: Principal, scope: KeyScope): string {
   return principal.tenant;
 }
 
+/** The tenant, once the caller is an API key carrying every scope (`/v1/keys`, `/v1/audit`). */
+export function requireEveryScope(principal: Principal): string {
+  for (const scope of KEY_SCOPES) requireScope(principal, scope);
+  return principal.tenant;
+}
+
 /** Whether an API key carries `scope` (a session token carries none). */
 export function hasScope(principal: Principal, scope: KeyScope): boolean {
   return principal.role === "owner" && principal.scopes.includes(scope);

@@ -18,6 +18,8 @@ export interface TokenClaims {
    * Absent in tokens minted before keys had ids.
    */
   keyId?: string;
+  /** The token's own id (`jti`), for the audit log (`tok:<jti>`); absent in tokens minted before it. */
+  tokenId?: string;
 }
 
 /** Marks our tokens, so a JWT signed with the same secret for something else is not one. */
@@ -28,9 +30,10 @@ export async function mintToken(
   claims: TokenClaims,
   ttlSec: number,
   now = Date.now(),
-): Promise<{ token: string; expiresAt: string }> {
+): Promise<{ token: string; expiresAt: string; tokenId: string }> {
   const iat = Math.floor(now / 1000);
   const exp = iat + ttlSec;
+  const tokenId = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
   const token = await sign(
     {
       aud: AUDIENCE,
@@ -39,13 +42,14 @@ export async function mintToken(
       inc: claims.incarnation,
       role: claims.role,
       ...(claims.keyId === undefined ? {} : { kid: claims.keyId }),
+      jti: tokenId,
       iat,
       exp,
     },
     secret,
     "HS256",
   );
-  return { token, expiresAt: new Date(exp * 1000).toISOString() };
+  return { token, expiresAt: new Date(exp * 1000).toISOString(), tokenId };
 }
 
 /** What a presented token turned out to be: a session token's claims, or why it is not one. */
@@ -66,7 +70,7 @@ export async function checkToken(secret: string, token: string, now = Date.now()
   } catch {
     return { ok: false, expired: false };
   }
-  const { ten, sid, inc, role, exp, kid } = payload;
+  const { ten, sid, inc, role, exp, kid, jti } = payload;
   if (typeof ten !== "string" || typeof sid !== "string" || typeof inc !== "string") return { ok: false, expired: false };
   if (kid !== undefined && (typeof kid !== "string" || !KEY_ID.test(kid))) return { ok: false, expired: false };
   if (!TOKEN_ROLES.includes(role as TokenRole) || typeof exp !== "number" || !Number.isFinite(exp)) {
@@ -75,5 +79,6 @@ export async function checkToken(secret: string, token: string, now = Date.now()
   if (exp <= Math.floor(now / 1000)) return { ok: false, expired: true, expiredAt: new Date(exp * 1000).toISOString() };
   const claims: TokenClaims = { tenant: ten, sessionId: sid, incarnation: inc, role: role as TokenRole };
   if (typeof kid === "string") claims.keyId = kid;
+  if (typeof jti === "string" && /^[0-9a-f]{1,64}$/.test(jti)) claims.tokenId = jti;
   return { ok: true, claims };
 }

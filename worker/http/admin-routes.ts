@@ -9,6 +9,7 @@ import type { TenantInfo, TenantLimits } from "../../shared/keys.js";
 import { log } from "../../shared/log.js";
 import { bearer, secretsEqual } from "../auth/auth.js";
 import { type Env, registryStub, tenantStub } from "../env.js";
+import { actorOf, audited } from "./audit.js";
 import { createKey, listKeys, revokeKey } from "./key-actions.js";
 import { CreateKeyBody, CreateTenantBody, PatchTenantBody, TENANT_ID, TenantListQuery } from "./key-schemas.js";
 import { jsonBodies, validate } from "./validate.js";
@@ -89,7 +90,12 @@ adminRoutes.delete("/tenants/:id", async (c) => {
 
 adminRoutes.post("/tenants/:id/keys", validate("json", CreateKeyBody), async (c) => {
   const { id } = await registered(c.env, c.req.param("id"));
-  return c.json(await createKey(c.env, id, c.req.valid("json")), 201);
+  const made = await audited(c, { tenant: id, actor: actorOf("admin"), action: "key.create" }, async (detail) => {
+    const key = await createKey(c.env, id, c.req.valid("json"));
+    detail.keyId = key.keyId;
+    return key;
+  });
+  return c.json(made, 201);
 });
 
 adminRoutes.get("/tenants/:id/keys", async (c) => {
@@ -99,5 +105,7 @@ adminRoutes.get("/tenants/:id/keys", async (c) => {
 
 adminRoutes.delete("/tenants/:id/keys/:keyId", async (c) => {
   const { id } = await registered(c.env, c.req.param("id"));
-  return c.json(await revokeKey(c.env, id, c.req.param("keyId")));
+  const keyId = c.req.param("keyId");
+  const what = { tenant: id, actor: actorOf("admin"), action: "key.revoke" as const, detail: { keyId: keyId.slice(0, 64) } };
+  return c.json(await audited(c, what, () => revokeKey(c.env, id, keyId)));
 });

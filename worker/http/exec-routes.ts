@@ -14,6 +14,7 @@ import { type Env, sessionStub } from "../env.js";
 import type { StreamsRange } from "../rpc.js";
 import { ExecBody, MAX_EXEC_STDIN_BYTES } from "./schemas.js";
 import { createSession } from "./session-create.js";
+import { actorOf, audited } from "./audit.js";
 import { jsonBodies, validate } from "./validate.js";
 
 /** How long past its timeout the route waits for the session's own timer to have ended it. */
@@ -36,20 +37,27 @@ execRoutes.use(
 
 execRoutes.post("/", validate("json", ExecBody), async (c) => {
   const { stdin, timeoutSec, maxOutputBytes, ...process } = c.req.valid("json");
-  const tenant = requireScope(c.get("principal"), "sessions:write");
+  const principal = c.get("principal");
+  const tenant = requireScope(principal, "sessions:write");
   const input = new TextEncoder().encode(stdin ?? "");
   if (input.byteLength > MAX_EXEC_STDIN_BYTES) {
     throw new ApiError("PAYLOAD_TOO_LARGE", `stdin is ${input.byteLength} bytes; at most ${MAX_EXEC_STDIN_BYTES}`);
   }
   const started = Date.now();
-  const created = await createSession(c.env, tenant, {
-    ...process,
-    pty: false,
-    label: "exec",
-    timers: { timeoutSec, idleTimeoutSec: 0, detachedTimeoutSec: 0 },
-    timeoutSignal: "SIGKILL",
-    captureBytes: maxOutputBytes,
-  });
+  const id = crypto.randomUUID();
+  // Recorded as a create (with `exec`), with the stdin's byte count, never its content.
+  const what = { tenant, actor: actorOf(principal), action: "session.create" as const, sessionId: id, detail: { exec: true, stdinBytes: input.byteLength } };
+  const created = await audited(c, what, () =>
+    createSession(c.env, tenant, {
+      ...process,
+      id,
+      pty: false,
+      label: "exec",
+      timers: { timeoutSec, idleTimeoutSec: 0, detachedTimeoutSec: 0 },
+      timeoutSignal: "SIGKILL",
+      captureBytes: maxOutputBytes,
+    }),
+  );
   const stub = sessionStub(c.env, tenant, created.id);
   const written = await stub.input(input, undefined, true);
   // A process that has already ended (it never read stdin) is fine; anything else is not.

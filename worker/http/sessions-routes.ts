@@ -10,6 +10,8 @@ import { mintToken } from "../auth/tokens.js";
 import { wantsRaw, withoutSocketCompression } from "../io/sockets.js";
 import { type Env, limits, sessionStub, tenantStub } from "../env.js";
 import { createSession } from "./session-create.js";
+import { type AuditWhat, actorOf, audit, audited } from "./audit.js";
+import type { AuditAction } from "../../shared/webhooks.js";
 import type { OutputRange } from "../rpc.js";
 import type { ScreenSnapshot } from "../../shared/agent.js";
 import { ExpectMatcher } from "../../shared/expect-matcher.js";
@@ -106,6 +108,12 @@ async function closeIfRevoked(c: Ctx, stub: ReturnType<typeof sessionStub>): Pro
   if (!alive.ok) await stub.closeKey(keyId);
 }
 
+/** What an audit entry about this session says of who acts (http/audit.ts). */
+function auditOf(c: Ctx, action: AuditAction, sessionId: string): AuditWhat {
+  const principal = c.get("principal");
+  return { tenant: principal.tenant, actor: actorOf(principal), action, sessionId: sessionId.slice(0, 128) };
+}
+
 function decodeInput(data: string, encoding: "utf8" | "base64"): Uint8Array {
   if (encoding === "utf8") return new TextEncoder().encode(data);
   const bytes = base64ToBytes(data);
@@ -131,8 +139,13 @@ sessionRoutes.use("*", async (c, next) =>
 
 sessionRoutes.post("/", validate("json", CreateSessionBody), async (c) => {
   const { timeoutSec, idleTimeoutSec, detachedTimeoutSec, ...body } = c.req.valid("json");
-  const tenant = requireScope(c.get("principal"), "sessions:write");
-  return c.json(await createSession(c.env, tenant, { ...body, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } }), 201);
+  const id = body.id ?? crypto.randomUUID();
+  // A refusal (a key without sessions:write, the quota) is recorded too, with its code.
+  const made = await audited(c, auditOf(c, "session.create", id), () => {
+    const tenant = requireScope(c.get("principal"), "sessions:write");
+    return createSession(c.env, tenant, { ...body, id, timers: { timeoutSec, idleTimeoutSec, detachedTimeoutSec } });
+  });
+  return c.json(made, 201);
 });
 
 // Served from the tenant's index: one call, whatever the number of sessions.
@@ -149,8 +162,14 @@ sessionRoutes.get("/:id", async (c) => {
 
 sessionRoutes.patch("/:id", validate("json", PatchSessionBody), async (c) => {
   const patch = c.req.valid("json");
-  const { stub } = await session(c, c.req.param("id"), "owner");
-  return c.json(unwrap(await stub.patch(patch)));
+  const what = auditOf(c, "session.patch", c.req.param("id"));
+  const fields = Object.keys(patch).sort().join(",");
+  return c.json(
+    await audited(c, { ...what, detail: { fields } }, async () => {
+      const { stub } = await session(c, c.req.param("id"), "owner");
+      return unwrap(await stub.patch(patch));
+    }),
+  );
 });
 
 sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
@@ -164,9 +183,14 @@ sessionRoutes.post("/:id/input", validate("json", InputBody), async (c) => {
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
     throw new ApiError("INVALID_REQUEST", "Idempotency-Key is 1 to 128 visible ASCII characters");
   }
-  const { stub } = await session(c, c.req.param("id"), "write");
-  const idempotency = key === undefined ? undefined : { key, bodyHash: (await sha256Hex(bytes)) + (eof ? ":eof" : "") };
-  return c.json(unwrap(await stub.input(bytes, idempotency, eof)), 202);
+  // The audit entry counts the bytes; what they were is never recorded.
+  const what = { ...auditOf(c, "session.input", c.req.param("id")), detail: { bytes: bytes.byteLength, ...(eof ? { eof: true } : {}) } };
+  const answer = await audited(c, what, async () => {
+    const { stub } = await session(c, c.req.param("id"), "write");
+    const idempotency = key === undefined ? undefined : { key, bodyHash: (await sha256Hex(bytes)) + (eof ? ":eof" : "") };
+    return unwrap(await stub.input(bytes, idempotency, eof));
+  });
+  return c.json(answer, 202);
 });
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
@@ -215,8 +239,12 @@ sessionRoutes.post("/:id/resize", validate("json", ResizeBody), async (c) => {
 
 sessionRoutes.post("/:id/signal", validate("json", SignalBody), async (c) => {
   const { signal } = c.req.valid("json");
-  const { stub } = await session(c, c.req.param("id"), "write");
-  return c.json(unwrap(await stub.signal(signal)), 202);
+  const what = { ...auditOf(c, "session.signal", c.req.param("id")), detail: { signal } };
+  const answer = await audited(c, what, async () => {
+    const { stub } = await session(c, c.req.param("id"), "write");
+    return unwrap(await stub.signal(signal));
+  });
+  return c.json(answer, 202);
 });
 
 sessionRoutes.get("/:id/wait", validate("query", WaitQuery), async (c) => {
@@ -227,12 +255,16 @@ sessionRoutes.get("/:id/wait", validate("query", WaitQuery), async (c) => {
 
 sessionRoutes.delete("/:id", validate("query", DeleteQuery), async (c) => {
   const { purge } = c.req.valid("query");
-  const { id, stub } = await session(c, c.req.param("id"), "owner");
   const purgeNow = purge === "true" || purge === "1";
-  const ended = await stub.terminate(purgeNow);
-  // An index row whose session never came to be (a create cut short) goes with DELETE too.
-  if ("failure" in ended && ended.failure.code === "NOT_FOUND") await tenantStub(c.env, c.get("tenant")).forget(id, null);
-  return c.json(unwrap(ended));
+  const what = { ...auditOf(c, "session.delete", c.req.param("id")), detail: { purge: purgeNow } };
+  const answer = await audited(c, what, async () => {
+    const { id, stub } = await session(c, c.req.param("id"), "owner");
+    const ended = await stub.terminate(purgeNow);
+    // An index row whose session never came to be (a create cut short) goes with DELETE too.
+    if ("failure" in ended && ended.failure.code === "NOT_FOUND") await tenantStub(c.env, c.get("tenant")).forget(id, null);
+    return unwrap(ended);
+  });
+  return c.json(answer);
 });
 
 sessionRoutes.get("/:id/output", validate("query", OutputQuery), async (c) => {
@@ -291,14 +323,20 @@ sessionRoutes.get("/:id/recording", validate("query", RecordingQuery), async (c)
 
 sessionRoutes.post("/:id/tokens", validate("json", TokenBody), async (c) => {
   const { role, ttlSec } = c.req.valid("json");
-  const { id, stub } = await session(c, c.req.param("id"), "owner");
-  const incarnation = await stub.incarnation();
-  if (incarnation === null) throw new ApiError("NOT_FOUND", `session ${id} not found`);
-  const secret = c.env.TOKEN_SECRET;
-  if (!secret) throw new ApiError("INTERNAL", "session tokens are disabled: TOKEN_SECRET is not set");
-  // The token names the key that minted it, and dies with it (auth/auth.ts, tokenPrincipal).
-  const keyId = c.get("principal").keyId;
-  return c.json(await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, incarnation, role, keyId }, ttlSec), 201);
+  const minted = await audited(c, { ...auditOf(c, "token.mint", c.req.param("id")), detail: { role, ttlSec } }, async (detail) => {
+    const { id, stub } = await session(c, c.req.param("id"), "owner");
+    const incarnation = await stub.incarnation();
+    if (incarnation === null) throw new ApiError("NOT_FOUND", `session ${id} not found`);
+    const secret = c.env.TOKEN_SECRET;
+    if (!secret) throw new ApiError("INTERNAL", "session tokens are disabled: TOKEN_SECRET is not set");
+    // The token names the key that minted it, and dies with it (auth/auth.ts, tokenPrincipal).
+    const keyId = c.get("principal").keyId;
+    const { tokenId, ...token } = await mintToken(secret, { tenant: c.get("tenant"), sessionId: id, incarnation, role, keyId }, ttlSec);
+    // The token's own id: the audit log names what it does later as `tok:<tokenId>`.
+    detail.tokenId = `tok:${tokenId}`;
+    return token;
+  });
+  return c.json(minted, 201);
 });
 
 sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => {
@@ -325,5 +363,10 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   }
   const res = await stub.fetch(new Request("https://session/connect", { headers }));
   await closeIfRevoked(c, stub);
+  // A client that may type is recorded when it attaches (viewers are not: they only read).
+  if (role !== "viewer") {
+    const attached = res.status === 101 ? "ok" : res.status === 404 ? "NOT_FOUND" : res.status === 429 ? "QUOTA_EXCEEDED" : `HTTP_${res.status}`;
+    audit(c, { ...auditOf(c, "session.attach", c.req.param("id")), detail: { role, via: "websocket" } }, attached);
+  }
   return compress === "deflate" && !raw ? withoutSocketCompression(res) : res;
 });

@@ -2,31 +2,38 @@
 // as it last reported itself, so a list is one query, never a call per session), id
 // uniqueness, the quota of sessions not yet ended, the tenant's lifecycle events
 // (`GET /v1/events`, tenant-events.ts), its limits as data and its minted keys (tenant-keys.ts;
-// docs/architecture.md, "Tenants and keys").
+// docs/architecture.md, "Tenants and keys"), its webhooks (tenant-webhooks.ts) and audit log
+// (tenant-audit.ts). Its one alarm belongs to alarm-plan.ts, which sets it for the earliest due
+// part (the sweep, tenant-sweep.ts, and webhook deliveries).
 import { DurableObject } from "cloudflare:workers";
 import { type Failure, fail } from "../../shared/errors.js";
 import type { KeyInfo, TenantLimits } from "../../shared/keys.js";
 import { type Session, type SessionPage, type SessionStatus, type TenantEventType, canMove } from "../../shared/session.js";
 import { log } from "../../shared/log.js";
 import { type Env, limits, sessionStub } from "../env.js";
-import type { KeyCheck, ListOptions, NewKeyRow, ReserveRequest, Reserved, TenantRpc } from "../rpc.js";
+import type { AuditPage, WebhookDelivery, WebhookInfo } from "../../shared/webhooks.js";
+import type { KeyCheck, ListOptions, NewAuditEntry, NewKeyRow, NewWebhook, ReserveRequest, Reserved, TenantRpc } from "../rpc.js";
+import { AlarmPlan } from "./alarm-plan.js";
 import { type StoredEvent, TenantEvents } from "./tenant-events.js";
+import { TenantAudit } from "./tenant-audit.js";
 import { TenantKeys } from "./tenant-keys.js";
+import { TenantSweep } from "./tenant-sweep.js";
+import { TenantWebhooks } from "./tenant-webhooks.js";
+import { retryPolicy } from "./webhook-schedule.js";
 import { eachAtMost } from "./fan-out.js";
 
 /** Events kept for resuming: at least the last 1,000 (docs/protocol.md §3, "Events"). */
 const KEEP_EVENTS = 2000;
 /** Open event streams per tenant (429 beyond). */
 const MAX_EVENT_STREAMS = 64;
-/**
- * A row with no record this old belongs to a create that never reached its session object (the
- * Worker died mid-create) or to a session from before rows held records: the sweep asks the
- * session object, then records it or frees the id and its quota slot.
- */
-const SWEEP_AFTER_MS = 60_000;
-const SWEEP_BATCH = 100;
 /** Calls to session objects in flight at once when a revoke or a delete reaches them all. */
 const FAN_OUT = 32;
+/** AUDIT_RETAIN_DAYS, 90 by default. */
+function auditRetainDays(env: Env): number {
+  const n = Number(env.AUDIT_RETAIN_DAYS);
+  return env.AUDIT_RETAIN_DAYS && Number.isFinite(n) && n > 0 ? n : 90;
+}
+
 /** The reason a client is shown when its key is revoked. */
 const REVOKED = "API key revoked";
 
@@ -34,6 +41,10 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
   private readonly sql: SqlStorage;
   private readonly events: TenantEvents;
   private readonly keys: TenantKeys;
+  private readonly webhooks: TenantWebhooks;
+  private readonly auditLog: TenantAudit;
+  private readonly plan: AlarmPlan;
+  private readonly sweep: TenantSweep;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -62,7 +73,19 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       latest: () => this.sql.exec<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM events").one().seq ?? 0,
     });
     this.keys = new TenantKeys(this.sql);
-    void this.sweepSoon();
+    const tenantName = () => this.ctx.storage.kv.get<string>("tenant") ?? null;
+    this.webhooks = new TenantWebhooks(this.sql, () => retryPolicy(env), tenantName);
+    this.auditLog = new TenantAudit(this.sql, () => auditRetainDays(env));
+    const kv = ctx.storage.kv;
+    const clock = { get: () => kv.get<number>("sweepAt"), put: (at: number) => kv.put("sweepAt", at), clear: () => void kv.delete("sweepAt") };
+    this.sweep = new TenantSweep(this.sql, clock, {
+      tenant: tenantName,
+      ask: async (tenant, id) => (await sessionStub(env, tenant, id).get()) as Session | Failure,
+      record: (session) => this.record(session, null),
+      free: (id) => this.forget(id, null),
+    });
+    this.plan = new AlarmPlan(ctx.storage, [this.sweep, this.webhooks], tenantName);
+    void this.plan.schedule();
   }
 
   /** Creation times within the last minute, for the create rate (in memory: a restart forgets it). */
@@ -106,47 +129,15 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
       JSON.stringify(tags),
     );
     this.nameTenant(tenant);
-    await this.sweepSoon();
+    // The new row has no record yet: the sweep is due for it if its session never reports.
+    this.sweep.reserved();
+    await this.plan.schedule();
     return { ok: true, max: Object.fromEntries(Object.entries(max).filter(([, v]) => v !== undefined)) };
   }
 
-  /**
-   * The sweep (the tenant's only alarm, set while rows without a record exist): each row without
-   * a record older than SWEEP_AFTER_MS is settled by asking its session object. A session there
-   * is recorded (and an ended one arms its own purge); none there frees the row.
-   */
+  /** The one alarm: every part that is due runs, then the alarm is set for the next (alarm-plan.ts). */
   async alarm(): Promise<void> {
-    const tenant = this.ctx.storage.kv.get<string>("tenant");
-    if (!tenant) return;
-    const before = new Date(Date.now() - SWEEP_AFTER_MS).toISOString();
-    const rows = this.sql
-      .exec<{ id: string }>(
-        "SELECT id FROM sessions WHERE record IS NULL AND created_at < ? ORDER BY seq LIMIT ?",
-        before,
-        SWEEP_BATCH,
-      )
-      .toArray();
-    for (const { id } of rows) {
-      try {
-        const found = await sessionStub(this.env, tenant, id).get();
-        if ("failure" in found) {
-          if (found.failure.code === "NOT_FOUND") this.forget(id, null);
-        } else {
-          this.record(found, null);
-        }
-        log.info("tenant.sweep", { tenant, id, outcome: "failure" in found ? "freed" : "recorded" });
-      } catch (error) {
-        log.warn("tenant.sweep", { tenant, id, outcome: "unreached", error });
-      }
-    }
-    await this.sweepSoon(true);
-  }
-
-  /** Sets the sweep's alarm while rows without a record exist. */
-  private async sweepSoon(fromAlarm = false): Promise<void> {
-    const waiting = this.sql.exec("SELECT 1 FROM sessions WHERE record IS NULL LIMIT 1").toArray().length > 0;
-    if (!waiting) return;
-    if (fromAlarm || (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + SWEEP_AFTER_MS);
+    await this.plan.run();
   }
 
   /**
@@ -264,6 +255,39 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     return { keyId, closed };
   }
 
+  // ---- Webhooks and the audit log (docs/protocol.md, "Webhooks", "Audit log") ----
+
+  async addHook(tenant: string, hook: NewWebhook): Promise<WebhookInfo | Failure> {
+    this.nameTenant(tenant);
+    return this.webhooks.add(hook);
+  }
+
+  listHooks(): WebhookInfo[] {
+    return this.webhooks.list();
+  }
+
+  getHook(id: string): WebhookInfo | Failure {
+    return this.webhooks.get(id);
+  }
+
+  async removeHook(id: string): Promise<{ id: string } | Failure> {
+    if (!this.webhooks.remove(id)) return fail("NOT_FOUND", `webhook ${id} not found`);
+    await this.plan.schedule();
+    return { id };
+  }
+
+  hookDeliveries(id: string): { deliveries: WebhookDelivery[] } | Failure {
+    return this.webhooks.deliveries(id);
+  }
+
+  audit(entry: NewAuditEntry): void {
+    this.auditLog.add(entry);
+  }
+
+  auditPage(after: number, limit: number): AuditPage {
+    return this.auditLog.page(after, limit);
+  }
+
   /** Admin DELETE: every key goes, every session is ended and purged, the limits are forgotten. */
   async dissolve(tenant: string): Promise<{ sessions: number; keys: number }> {
     const keys = this.keys.removeAll().length;
@@ -282,7 +306,9 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const left = this.sql.exec<{ id: string }>("SELECT id FROM sessions").toArray();
     for (const { id } of left) this.forget(id, null);
     this.ctx.storage.kv.delete("limits");
-    log.info("tenant.dissolve", { tenant, outcome: "dissolved", sessions: ids.length, keys });
+    const hooks = this.webhooks.removeAll();
+    await this.plan.schedule();
+    log.info("tenant.dissolve", { tenant, outcome: "dissolved", sessions: ids.length, keys, hooks });
     return { sessions: ids.length, keys };
   }
 
@@ -291,10 +317,17 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     if (this.ctx.storage.kv.get<string>("tenant") !== tenant) this.ctx.storage.kv.put("tenant", tenant);
   }
 
+  /** Records the event, sends it to the open streams, and queues it for each webhook that asks for it. */
   private publish(type: TenantEventType, session: Session): void {
-    const data = JSON.stringify({ type, session, at: new Date().toISOString() });
+    const at = new Date().toISOString();
+    const data = JSON.stringify({ type, session, at });
     const seq = this.sql.exec<{ seq: number }>("INSERT INTO events (type, data) VALUES (?, ?) RETURNING seq", type, data).one().seq;
     this.sql.exec("DELETE FROM events WHERE seq <= ?", seq - KEEP_EVENTS);
     this.events.publish({ seq, type, data } satisfies StoredEvent);
+    // A webhook's body is the event with its id (the same id as on `GET /v1/events`).
+    const body = () => JSON.stringify({ id: String(seq), type, at, session });
+    if (this.webhooks.enqueue(String(seq), type, body) > 0) {
+      this.ctx.waitUntil(this.plan.schedule());
+    }
   }
 }
