@@ -8,6 +8,7 @@ import { defineConfig } from "vitest/config";
  * going silent, a drain, a purge, an edge restarting), so two of them share the cores well.
  */
 const PAIRED_E2E = [
+  "audit",
   "control-heartbeat",
   "cors",
   "drain",
@@ -19,6 +20,7 @@ const PAIRED_E2E = [
   "retention-purge",
   "screen-idle",
   "start-decision",
+  "webhooks",
 ].map((name) => `test/${name}.test.ts`);
 
 // Four projects: pure logic in Node, the Worker inside workerd, and the whole stack (wrangler
