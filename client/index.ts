@@ -1,6 +1,6 @@
 // `ptybroker/client`: the SDK. Works in Node 20 (with `ws`) and in browsers.
+export { PtyBroker } from "./broker.js";
 export {
-  PtyBroker,
   type PtyBrokerOptions,
   type CreateOptions,
   type ExecOptions,
@@ -9,7 +9,7 @@ export {
   type RecordingRange,
   type ListFilter,
   type ListPageOptions,
-} from "./broker.js";
+} from "./broker-options.js";
 export { Pty } from "./pty.js";
 export {
   type ConnectOptions,

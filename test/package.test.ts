@@ -151,7 +151,7 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     expect(existsSync(tarball)).toBe(true);
     const summary = packOutput.trimEnd().split("\n").at(-2) ?? "";
     expect(summary.replace(/[\d.]+ kB/g, "N kB").replace(/\d+ ms$/, "N ms")).toBe(
-      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 24 files; depends on ws ${WS}; ` +
+      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 25 files; depends on ws ${WS}; ` +
         "the SDK bundles eventsource-parser, the CLI eventsource-parser, hono; N ms",
     );
     const installed = join(project, "node_modules/ptybroker");
@@ -164,6 +164,7 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
       "dist/licenses/eventsource-parser.LICENSE",
       "dist/licenses/hono.LICENSE",
       "dist/types/client/agent.d.ts",
+      "dist/types/client/broker-options.d.ts",
       "dist/types/client/broker.d.ts",
       "dist/types/client/emitter.d.ts",
       "dist/types/client/errors.d.ts",
