@@ -24,11 +24,12 @@ const PAIRED_E2E = [
 ].map((name) => `test/${name}.test.ts`);
 
 // Four projects: pure logic in Node, the Worker inside workerd, and the whole stack (wrangler
-// dev + real runners + real bash) end to end, in two groups: the suites above two at a time
-// beside the first two projects, then every other one alone (they share one stack, or measure).
+// dev + real runners + real bash) end to end: the suites above two at a time (their own group),
+// then one file at a time the unit and workerd files (as they were written to run: a second file
+// beside them made the Redis log's and the tenant object's tests miss), and every other e2e suite
+// (they share one stack, or measure).
 export default defineConfig({
   test: {
-    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -64,6 +65,8 @@ export default defineConfig({
           name: "e2e-paired",
           include: PAIRED_E2E,
           environment: "node",
+          maxWorkers: 2,
+          sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 90_000,
         },
