@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 /**
  * End-to-end suites that start every process they use (their own edge, runners and Redis, with
  * tenants of their own) and measure no time, memory or process list beyond their own: they run
- * two at a time beside the unit and workerd suites. Most of their time is waiting (a heartbeat
+ * two at a time, in a group of their own. Most of their time is waiting (a heartbeat
  * going silent, a drain, a purge, an edge restarting), so two of them share the cores well.
  */
 const PAIRED_E2E = [
