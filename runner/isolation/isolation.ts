@@ -160,7 +160,7 @@ export class Isolation {
       return { command: launch.command, args: launch.args, cwd, env: launch.env, terminalOwner, shellIntegration };
     }
 
-    sandbox.disks.ensure(tenant, hostRoot, user);
+    sandbox.disks.ensure(tenant, hostRoot, user, spec.tenantLimits?.diskMiB);
     prepareHome(hostRoot, user);
     const limits = sessionLimits(spec.limits, sandbox.config.limits, spec.limitsMax);
     const network = spec.network ?? sandbox.config.network;
