@@ -5,11 +5,13 @@
 // gives ENOSPC inside; the host's disk and other tenants never notice.
 // Images live in `<workspace>/.disks/` (root only, mode 0700), named by a hash of the tenant, and
 // stay between sessions and runner restarts: the workspace is the tenant's, sessions come and go.
-// A size larger than the image's grows it, mounted, at the tenant's next spawn (the file, the loop
-// device's capacity, then the filesystem online with `resize2fs`). A smaller size does not shrink
-// an image that exists (ext4 shrinks only unmounted, and only if the data fits): it applies to an
-// image made anew. A runner unmounts, when it stops, what it mounted and nothing uses any more
-// (the image stays).
+// The image takes the size the tenant has now (its own, else TENANT_DISK_MIB) at a spawn that finds
+// no session of the tenant on this runner: the runner unmounts it, resizes it offline (`e2fsck`,
+// `resize2fs`; a shrink whose data does not fit leaves it as it is) and mounts it again. While
+// sessions of the tenant run, a larger size grows it online (`resize2fs` on the mounted loop
+// device, which needs CAP_SYS_RESOURCE); a smaller one, or a grow the kernel refuses, waits for a
+// spawn that finds none. A runner unmounts, when it stops, what it mounted and nothing uses any
+// more (the image stays).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmdirSync, statSync } from "node:fs";
@@ -31,6 +33,13 @@ function run(command: string, args: string[]): string {
 }
 
 const MIB = 1024 * 1024;
+/** Tries of an unmount at a spawn (a session that just ended may hold it for a moment), 20 ms apart. */
+const UNMOUNT_TRIES = 10;
+
+/** Blocks for `ms` (only between unmount tries, while a spawn is prepared). */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
 
 /** Sets the file's length (sparse: the host's disk holds only what is written). */
 function setLength(path: string, bytes: number, flags: "wx" | "r+"): void {
@@ -49,6 +58,8 @@ function said(error: unknown): string {
 
 export class TenantDisks {
   private readonly mounted = new Set<string>();
+  /** Sessions of this runner using each mount point (ensure, release). */
+  private readonly users = new Map<string, number>();
   private readonly folder: string;
 
   constructor(
@@ -61,54 +72,116 @@ export class TenantDisks {
 
   /**
    * Makes sure the tenant's filesystem is mounted on `mountPoint` (made now if it does not exist
-   * yet, its root owned by `owner`) and is at least `sizeMiB` (the tenant's own; absent:
-   * TENANT_DISK_MIB) when it can grow to it. Throws when it cannot be mounted (the session fails
-   * to start).
+   * yet, its root owned by `owner`), sized `sizeMiB` (the tenant's own; absent: TENANT_DISK_MIB)
+   * as far as the rules above allow, and counts one more session using it (`release` when it
+   * ends). Throws when it cannot be mounted (the session fails to start).
    */
   ensure(tenant: string, mountPoint: string, owner: { uid: number; gid: number }, sizeMiB = this.sizeMiB): void {
     mkdirSync(mountPoint, { recursive: true, mode: 0o700 });
     const image = join(this.folder, `${createHash("sha256").update(tenant).digest("hex").slice(0, 24)}.img`);
-    if (!mountPoints().has(mountPoint) && this.mount(image, mountPoint, owner, sizeMiB) === "made") return;
-    const current = statSync(image).size;
-    if (sizeMiB * MIB > current) this.grow(image, mountPoint, current, sizeMiB);
+    let mounted = mountPoints().has(mountPoint);
+    if (mounted && !this.users.has(mountPoint) && this.mounted.has(mountPoint) && statSync(image).size !== sizeMiB * MIB) {
+      // No session of the tenant here: the image takes its size before it is mounted again.
+      mounted = !this.unmount(mountPoint, UNMOUNT_TRIES);
+    }
+    if (!mounted) this.mount(image, mountPoint, owner, sizeMiB);
+    else if (sizeMiB * MIB > statSync(image).size) this.growOnline(image, mountPoint, sizeMiB);
+    this.users.set(mountPoint, (this.users.get(mountPoint) ?? 0) + 1);
   }
 
-  /** Mounts the tenant's image, made now at `sizeMiB` if there is none; "made", "existing", or "raced" (another runner mounted it). */
-  private mount(image: string, mountPoint: string, owner: { uid: number; gid: number }, sizeMiB: number): "made" | "existing" | "raced" {
+  /** A session that `ensure` counted on `mountPoint` has ended. */
+  release(mountPoint: string): void {
+    const left = (this.users.get(mountPoint) ?? 0) - 1;
+    if (left > 0) this.users.set(mountPoint, left);
+    else this.users.delete(mountPoint);
+  }
+
+  /** Mounts the tenant's image: made now at `sizeMiB` if there is none, else resized to it first. */
+  private mount(image: string, mountPoint: string, owner: { uid: number; gid: number }, sizeMiB: number): void {
     const fresh = !existsSync(image);
     if (fresh) {
       setLength(image, sizeMiB * MIB, "wx");
       run("mkfs.ext4", ["-q", "-F", "-m", "0", "-E", `root_owner=${owner.uid}:${owner.gid}`, image]);
+    } else if (statSync(image).size !== sizeMiB * MIB) {
+      this.resizeOffline(image, mountPoint, sizeMiB);
     }
     try {
       run("mount", ["-o", "loop,nosuid,nodev", image, mountPoint]);
     } catch (error) {
       // Another runner on this host may have mounted it meanwhile.
-      if (mountPoints().has(mountPoint)) return "raced";
+      if (mountPoints().has(mountPoint)) return;
       throw new Error(`the tenant's workspace filesystem could not be mounted: ${said(error)}`);
     }
     this.mounted.add(mountPoint);
     // mkfs makes lost+found; the workspace starts empty (e2fsck makes it again if it ever needs it).
     if (fresh) rmdirSync(join(mountPoint, "lost+found"));
-    log.info("tenant_disk.mounted", { mountPoint, sizeMiB: fresh ? sizeMiB : statSync(image).size / MIB, outcome: fresh ? "made" : "existing" });
-    return fresh ? "made" : "existing";
+    log.info("tenant_disk.mounted", { mountPoint, sizeMiB: statSync(image).size / MIB, outcome: fresh ? "made" : "existing" });
   }
 
   /**
-   * Grows the mounted image to `sizeMiB`: the file, its loop device's capacity, then the
-   * filesystem online. A failure is logged and the session starts on the filesystem as it is; the
-   * file keeps its new length, so the next try comes with a size larger still.
+   * Resizes the unmounted image to `sizeMiB`: checked first (resize2fs asks for it), the file
+   * made longer before a grow and shorter after a shrink. A shrink whose data does not fit fails
+   * before anything changes: the image keeps its size (logged), and the next spawn tries again.
    */
-  private grow(image: string, mountPoint: string, current: number, sizeMiB: number): void {
+  private resizeOffline(image: string, mountPoint: string, sizeMiB: number): void {
+    const current = statSync(image).size;
+    const wanted = sizeMiB * MIB;
     try {
-      const device = /^(\/dev\/loop\d+):/m.exec(run("losetup", ["-j", image]))?.[1];
+      try {
+        run("e2fsck", ["-f", "-p", image]);
+      } catch (error) {
+        // 1: errors corrected; anything else leaves the image as it is.
+        if ((error as { status?: number }).status !== 1) throw error;
+      }
+      if (wanted > current) setLength(image, wanted, "r+");
+      run("resize2fs", [image, `${sizeMiB}M`]);
+      if (wanted < current) setLength(image, wanted, "r+");
+      log.info("tenant_disk.resized", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: wanted > current ? "grown" : "shrunk" });
+    } catch (error) {
+      if (statSync(image).size !== current) setLength(image, current, "r+");
+      log.warn("tenant_disk.resized", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: "kept", error: said(error) });
+    }
+  }
+
+  /**
+   * Grows the mounted image to `sizeMiB` while sessions use it: the file, its loop device's
+   * capacity, then the filesystem online. Refused (no CAP_SYS_RESOURCE, say), the file goes back
+   * to its length and the grow waits for a spawn that finds no session of the tenant here.
+   */
+  private growOnline(image: string, mountPoint: string, sizeMiB: number): void {
+    const current = statSync(image).size;
+    let device: string | undefined;
+    try {
+      device = /^(\/dev\/loop\d+):/m.exec(run("losetup", ["-j", image]))?.[1];
       if (!device) throw new Error("no loop device holds the image");
       setLength(image, sizeMiB * MIB, "r+");
       run("losetup", ["-c", device]);
       run("resize2fs", [device]);
-      log.info("tenant_disk.grown", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: "grown" });
+      log.info("tenant_disk.resized", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: "grown_online" });
     } catch (error) {
-      log.warn("tenant_disk.grown", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: "failed", error: said(error) });
+      // resize2fs refuses before it changes anything: the filesystem is still `current` long.
+      if (statSync(image).size !== current) {
+        setLength(image, current, "r+");
+        if (device) run("losetup", ["-c", device]);
+      }
+      log.warn("tenant_disk.resized", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: "deferred", error: said(error) });
+    }
+  }
+
+  /** Unmounts what this runner mounted; false when it is still in use after `tries`. */
+  private unmount(mountPoint: string, tries: number): boolean {
+    for (let i = 1; ; i++) {
+      try {
+        run("umount", [mountPoint]);
+        this.mounted.delete(mountPoint);
+        return true;
+      } catch (error) {
+        if (i >= tries) {
+          log.info("tenant_disk.unmount", { mountPoint, outcome: "in_use", error: said(error) });
+          return false;
+        }
+        pause(20);
+      }
     }
   }
 
@@ -118,13 +191,7 @@ export class TenantDisks {
    * lazy unmount, which would let the next session mount the same image a second time.
    */
   close(): void {
-    for (const mountPoint of this.mounted) {
-      try {
-        run("umount", [mountPoint]);
-      } catch (error) {
-        log.info("tenant_disk.unmount", { mountPoint, outcome: "in_use", error: said(error) });
-      }
-    }
+    for (const mountPoint of [...this.mounted]) this.unmount(mountPoint, 1);
     this.mounted.clear();
   }
 }
