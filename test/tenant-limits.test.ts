@@ -153,6 +153,7 @@ describe("a tenant's log bytes", () => {
     const replay = cleanup.client(new TermClient(stack.edge.url, first.id, flood.key as string, { query: "from=0" }));
     const gap = await replay.waitForMessage((m) => m.type === "gap", "a gap on the replay from 0");
     expect(gap).toEqual({ type: "gap", from: 0, to: first.retainedFrom });
+    await replay.close();
     const output = await fetchOutput(flood, first.id, 0);
     expect(output.from).toBe(first.retainedFrom);
     expect(output.bytes.equals(seqBytes(starts[0], FLOOD).subarray(first.retainedFrom))).toBe(true);
