@@ -332,8 +332,18 @@ export const LIMITS_ASKED = {
 
 /** A tenant's own workspace size and log bound (admin API), within TENANT_BOUNDS_MIN..MAX. */
 export const TENANT_BOUNDS = {
-  diskMiB: z.number().int("a whole number of MiB").min(TENANT_BOUNDS_MIN.diskMiB, `at least ${TENANT_BOUNDS_MIN.diskMiB} MiB`).max(TENANT_BOUNDS_MAX.diskMiB, `at most ${TENANT_BOUNDS_MAX.diskMiB} MiB`).optional(),
-  logBytes: z.number().int("a whole number of bytes").min(TENANT_BOUNDS_MIN.logBytes, `at least ${TENANT_BOUNDS_MIN.logBytes} bytes`).max(TENANT_BOUNDS_MAX.logBytes, `at most ${TENANT_BOUNDS_MAX.logBytes} bytes`).optional(),
+  diskMiB: z
+    .number()
+    .int("a whole number of MiB")
+    .min(TENANT_BOUNDS_MIN.diskMiB, `at least ${TENANT_BOUNDS_MIN.diskMiB} MiB`)
+    .max(TENANT_BOUNDS_MAX.diskMiB, `at most ${TENANT_BOUNDS_MAX.diskMiB} MiB`)
+    .optional(),
+  logBytes: z
+    .number()
+    .int("a whole number of bytes")
+    .min(TENANT_BOUNDS_MIN.logBytes, `at least ${TENANT_BOUNDS_MIN.logBytes} bytes`)
+    .max(TENANT_BOUNDS_MAX.logBytes, `at most ${TENANT_BOUNDS_MAX.logBytes} bytes`)
+    .optional(),
 };
 
 /** The limits a runner applied: all three, whatever its own defaults are. */

@@ -79,13 +79,14 @@ export class TenantDisks {
   ensure(tenant: string, mountPoint: string, owner: { uid: number; gid: number }, sizeMiB = this.sizeMiB): void {
     mkdirSync(mountPoint, { recursive: true, mode: 0o700 });
     const image = join(this.folder, `${createHash("sha256").update(tenant).digest("hex").slice(0, 24)}.img`);
+    const size = (): number | null => (existsSync(image) ? statSync(image).size : null);
     let mounted = mountPoints().has(mountPoint);
-    if (mounted && !this.users.has(mountPoint) && this.mounted.has(mountPoint) && statSync(image).size !== sizeMiB * MIB) {
+    if (mounted && !this.users.has(mountPoint) && this.mounted.has(mountPoint) && size() !== sizeMiB * MIB) {
       // No session of the tenant here: the image takes its size before it is mounted again.
       mounted = !this.unmount(mountPoint, UNMOUNT_TRIES);
     }
     if (!mounted) this.mount(image, mountPoint, owner, sizeMiB);
-    else if (sizeMiB * MIB > statSync(image).size) this.growOnline(image, mountPoint, sizeMiB);
+    else if (sizeMiB * MIB > (size() ?? Number.POSITIVE_INFINITY)) this.growOnline(image, mountPoint, sizeMiB);
     this.users.set(mountPoint, (this.users.get(mountPoint) ?? 0) + 1);
   }
 
