@@ -6,8 +6,10 @@
 // Images live in `<workspace>/.disks/` (root only, mode 0700), named by a hash of the tenant, and
 // stay between sessions and runner restarts: the workspace is the tenant's, sessions come and go.
 // The image takes the size the tenant has now (its own, else TENANT_DISK_MIB) at a spawn that finds
-// no session of the tenant on this runner: the runner unmounts it, resizes it offline (`e2fsck`,
-// `resize2fs`; a shrink whose data does not fit leaves it as it is) and mounts it again. While
+// no session of the tenant on this runner: the runner unmounts it, waits (up to a second) for its
+// loop device to let it go (a session's namespace may hold the filesystem a moment longer; still
+// held, it is mounted again as it is), resizes it offline (`e2fsck`, `resize2fs`; a shrink whose
+// data does not fit leaves it as it is) and mounts it again. While
 // sessions of the tenant run, a larger size grows it online (`resize2fs` on the mounted loop
 // device, which needs CAP_SYS_RESOURCE); a smaller one, or a grow the kernel refuses, waits for a
 // spawn that finds none. A runner unmounts, when it stops, what it mounted and nothing uses any
@@ -35,6 +37,8 @@ function run(command: string, args: string[]): string {
 const MIB = 1024 * 1024;
 /** Tries of an unmount at a spawn (a session that just ended may hold it for a moment), 20 ms apart. */
 const UNMOUNT_TRIES = 10;
+/** Looks, 20 ms apart, for the loop device to let an unmounted image go. */
+const HELD_TRIES = 50;
 
 /** Blocks for `ms` (only between unmount tries, while a spawn is prepared). */
 function pause(ms: number): void {
@@ -100,14 +104,17 @@ export class TenantDisks {
   /** Mounts the tenant's image: made now at `sizeMiB` if there is none, else resized to it first. */
   private mount(image: string, mountPoint: string, owner: { uid: number; gid: number }, sizeMiB: number): void {
     const fresh = !existsSync(image);
+    const held = fresh ? undefined : this.stillHeld(image);
     if (fresh) {
       setLength(image, sizeMiB * MIB, "wx");
       run("mkfs.ext4", ["-q", "-F", "-m", "0", "-E", `root_owner=${owner.uid}:${owner.gid}`, image]);
     } else if (statSync(image).size !== sizeMiB * MIB) {
-      this.resizeOffline(image, mountPoint, sizeMiB);
+      if (held) log.info("tenant_disk.resized", { mountPoint, sizeMiB, outcome: "deferred", reason: "in_use" });
+      else this.resizeOffline(image, mountPoint, sizeMiB);
     }
     try {
-      run("mount", ["-o", "loop,nosuid,nodev", image, mountPoint]);
+      // Held: the device itself (mount's own loop setup would refuse the image as in use).
+      run("mount", held ? ["-o", "nosuid,nodev", held, mountPoint] : ["-o", "loop,nosuid,nodev", image, mountPoint]);
     } catch (error) {
       // Another runner on this host may have mounted it meanwhile.
       if (mountPoints().has(mountPoint)) return;
@@ -166,6 +173,19 @@ export class TenantDisks {
         if (device) run("losetup", ["-c", device]);
       }
       log.warn("tenant_disk.resized", { mountPoint, fromMiB: current / MIB, sizeMiB, outcome: "deferred", error: said(error) });
+    }
+  }
+
+  /**
+   * The loop device that still holds the unmounted image after a wait, if one does. The kernel
+   * lets it go once the filesystem is mounted nowhere: a session's mount namespace that outlives
+   * its session by a moment still holds it, and the image must not be resized meanwhile.
+   */
+  private stillHeld(image: string): string | undefined {
+    for (let i = 0; ; i++) {
+      const device = /^(\/dev\/loop\d+):/m.exec(run("losetup", ["-j", image]))?.[1];
+      if (!device || i >= HELD_TRIES) return device;
+      pause(20);
     }
   }
 
