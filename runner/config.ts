@@ -5,6 +5,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { decode } from "hono/jwt";
 import { z } from "zod";
+import { TENANT_BOUNDS_MAX, TENANT_BOUNDS_MIN } from "../shared/keys.js";
 import { parseRedisUrl } from "./log/redis-url.js";
 
 const TOKEN_REQUIRED = "RUNNER_TOKEN (or RUNNER_TOKEN_FILE) is required: the shared token or this runner's credential";
@@ -78,12 +79,14 @@ const Env = z.object({
     .default(8 * 1024 * 1024),
   /**
    * Retained output of all one tenant's sessions together, running and ended, in the output log;
-   * past it that tenant's oldest output is trimmed (runner/log/tenant-bound.ts).
+   * past it that tenant's oldest output is trimmed (runner/log/tenant-bound.ts). A tenant's own
+   * `logBytes` (admin API, sent with its spawns) replaces it for that tenant.
    */
   TENANT_LOG_BYTES: z.coerce
     .number()
     .int()
-    .min(1024 * 1024)
+    .min(TENANT_BOUNDS_MIN.logBytes)
+    .max(TENANT_BOUNDS_MAX.logBytes)
     .default(1024 * 1024 * 1024),
   /**
    * On SIGTERM, how long live sessions may go on before the runner ends them (reason drain)
@@ -123,8 +126,8 @@ const Env = z.object({
   SESSION_MEMORY_MIB: z.coerce.number().int().min(32).default(1024),
   SESSION_PIDS: z.coerce.number().int().min(8).default(512),
   SESSION_CPUS: z.coerce.number().min(0.05).default(1),
-  /** Size of a tenant's workspace filesystem (ENOSPC beyond). */
-  TENANT_DISK_MIB: z.coerce.number().int().min(16).default(2048),
+  /** Size of a tenant's workspace filesystem (ENOSPC beyond), for a tenant without its own `diskMiB`. */
+  TENANT_DISK_MIB: z.coerce.number().int().min(TENANT_BOUNDS_MIN.diskMiB).max(TENANT_BOUNDS_MAX.diskMiB).default(2048),
   /** Size of a session's private /tmp and of its /dev/shm. */
   SESSION_TMP_MIB: z.coerce.number().int().min(1).default(256),
   /** Comma-separated tenants whose sessions this runner takes; unset = any tenant. */

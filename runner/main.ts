@@ -54,6 +54,8 @@ const control = new ControlLink(config, {
           log.warn("runner.spawn", { key: message.key, outcome: "draining" });
           return control.send({ type: "released", key: message.key });
         }
+        // The tenant's own log bound, as the edge has it now (absent: TENANT_LOG_BYTES again).
+        outputLog.boundTenant(message.tenant, message.spec.tenantLimits?.logBytes);
         const session = new HostedSession(config, message, outputLog, (key) => {
           sessions.delete(key);
           control.send({ type: "released", key });

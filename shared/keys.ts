@@ -26,7 +26,8 @@ export interface MintedKey extends KeyInfo {
 
 /**
  * A tenant's limits, each absent = the deployment's default (MAX_SESSIONS_PER_TENANT,
- * MAX_CREATES_PER_MINUTE, MAX_CLIENTS_PER_SESSION, SESSION_LIMITS_MAX).
+ * MAX_CREATES_PER_MINUTE, MAX_CLIENTS_PER_SESSION, SESSION_LIMITS_MAX; the runner's
+ * TENANT_DISK_MIB and TENANT_LOG_BYTES).
  */
 export interface TenantLimits {
   /** Sessions not yet ended. */
@@ -37,7 +38,15 @@ export interface TenantLimits {
   memoryMiB?: number;
   pids?: number;
   cpus?: number;
+  /** The size of the tenant's workspace filesystem on each runner (ENOSPC beyond). */
+  diskMiB?: number;
+  /** The retained output of all the tenant's sessions together in the output log. */
+  logBytes?: number;
 }
+
+/** The bounds of `diskMiB` and `logBytes`, here and in the runner's TENANT_DISK_MIB and TENANT_LOG_BYTES. */
+export const TENANT_BOUNDS_MIN = { diskMiB: 16, logBytes: 1024 * 1024 } as const;
+export const TENANT_BOUNDS_MAX = { diskMiB: 1024 * 1024, logBytes: 2 ** 40 } as const;
 
 /** A tenant as the admin API shows it. */
 export interface TenantInfo {

@@ -622,6 +622,13 @@ describe("parseMessage(PoolMessage)", () => {
     }
   });
 
+  it("round-trips spawn with the tenant's own disk size and log bound, both or one", () => {
+    for (const tenantLimits of [{ diskMiB: 64, logBytes: 16 << 20 }, { diskMiB: 16 }, { logBytes: 1 << 20 }, { diskMiB: 1 << 20, logBytes: 2 ** 40 }, {}]) {
+      const message = { ...spawn, spec: { ...spec, tenantLimits } };
+      expect(expectOk(parseMessage(PoolMessage, JSON.stringify(message)))).toEqual(message);
+    }
+  });
+
   it("accepts spawn with a cwd", () => {
     const text = JSON.stringify({ ...spawn, spec: { ...spec, cwd: "/tmp" } });
     expect(expectOk(parseMessage(PoolMessage, text))).toMatchObject({ spec: { cwd: "/tmp" } });
@@ -643,6 +650,13 @@ describe("parseMessage(PoolMessage)", () => {
     ["pids above the maximum", { ...spawn, spec: { ...spec, limits: { pids: 4097 } } }],
     ["cpus below 0.05", { ...spawn, spec: { ...spec, limits: { cpus: 0.04 } } }],
     ["cpus above the maximum", { ...spawn, spec: { ...spec, limits: { cpus: 8.5 } } }],
+    ["tenantLimits not an object", { ...spawn, spec: { ...spec, tenantLimits: 64 } }],
+    ["diskMiB below 16", { ...spawn, spec: { ...spec, tenantLimits: { diskMiB: 15 } } }],
+    ["diskMiB above 1 TiB", { ...spawn, spec: { ...spec, tenantLimits: { diskMiB: (1 << 20) + 1 } } }],
+    ["fractional diskMiB", { ...spawn, spec: { ...spec, tenantLimits: { diskMiB: 64.5 } } }],
+    ["logBytes below 1 MiB", { ...spawn, spec: { ...spec, tenantLimits: { logBytes: (1 << 20) - 1 } } }],
+    ["logBytes above 1 TiB", { ...spawn, spec: { ...spec, tenantLimits: { logBytes: 2 ** 40 + 1 } } }],
+    ["logBytes as a string", { ...spawn, spec: { ...spec, tenantLimits: { logBytes: "16777216" } } }],
     ["unknown type", { type: "kill", key: "acme/s1" }],
     ["serve without a tenant", { type: "serve", key: "acme/s1", sessionId: "s1", linkToken }],
     ["spawn without a link token", { ...spawn, linkToken: undefined }],

@@ -2,6 +2,7 @@
 // Binary frames carry terminal bytes; text frames carry JSON control messages.
 // Pure functions only: used by the Worker (workerd), the runner (Node) and clients.
 import { z } from "zod";
+import { TENANT_BOUNDS_MAX, TENANT_BOUNDS_MIN } from "./keys.js";
 import {
   END_REASONS,
   SESSION_LIMITS_MAX,
@@ -329,6 +330,22 @@ export const LIMITS_ASKED = {
     .optional(),
 };
 
+/** A tenant's own workspace size and log bound (admin API), within TENANT_BOUNDS_MIN..MAX. */
+export const TENANT_BOUNDS = {
+  diskMiB: z
+    .number()
+    .int("a whole number of MiB")
+    .min(TENANT_BOUNDS_MIN.diskMiB, `at least ${TENANT_BOUNDS_MIN.diskMiB} MiB`)
+    .max(TENANT_BOUNDS_MAX.diskMiB, `at most ${TENANT_BOUNDS_MAX.diskMiB} MiB`)
+    .optional(),
+  logBytes: z
+    .number()
+    .int("a whole number of bytes")
+    .min(TENANT_BOUNDS_MIN.logBytes, `at least ${TENANT_BOUNDS_MIN.logBytes} bytes`)
+    .max(TENANT_BOUNDS_MAX.logBytes, `at most ${TENANT_BOUNDS_MAX.logBytes} bytes`)
+    .optional(),
+};
+
 /** The limits a runner applied: all three, whatever its own defaults are. */
 const LIMITS_APPLIED = {
   memoryMiB: z.number().int().min(1),
@@ -503,6 +520,8 @@ export const SpawnSpecSchema = z.object({
   limits: z.object(LIMITS_ASKED).optional(),
   /** the tenant's maxima: a limit not asked for is the runner's default, but at most this */
   limitsMax: z.object(LIMITS_ASKED).optional(),
+  /** the tenant's own bounds when the session was created; absent: TENANT_DISK_MIB, TENANT_LOG_BYTES */
+  tenantLimits: z.object(TENANT_BOUNDS).optional(),
 });
 
 /** edge → runner */

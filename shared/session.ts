@@ -117,6 +117,11 @@ export interface SpawnSpec {
    * but at most this. Absent: no maximum but SESSION_LIMITS_MAX.
    */
   limitsMax?: Partial<SessionLimits>;
+  /**
+   * The tenant's own workspace size and output log bound (admin API) when the session was
+   * created; each absent: the runner's TENANT_DISK_MIB, TENANT_LOG_BYTES.
+   */
+  tenantLimits?: { diskMiB?: number; logBytes?: number };
 }
 
 export const DEFAULT_COMMAND = "/bin/bash";

@@ -164,10 +164,13 @@ export interface NewKeyRow {
   expiresAt: string | null;
 }
 
-/** A reserve's answer: the most a session may get of each sandbox limit (the tenant's maxima). */
+/**
+ * A reserve's answer: the most a session may get of each sandbox limit (the tenant's maxima), and
+ * the tenant's own workspace size and log bound (absent: the runner's defaults).
+ */
 export interface Reserved {
   ok: true;
-  max: Partial<SessionLimits>;
+  max: Partial<SessionLimits> & Pick<TenantLimits, "diskMiB" | "logBytes">;
 }
 
 export interface ReserveRequest {

@@ -62,6 +62,8 @@ interface Scope {
   id: string;
   report: SandboxReport;
   network: EgressNetwork | null;
+  /** The tenant's workspace filesystem the session counts on (TenantDisks.release at its end). */
+  disk?: string;
 }
 
 /** How many ended sessions' memory verdicts wait for their exits (one that never exits is dropped oldest first). */
@@ -160,7 +162,8 @@ export class Isolation {
       return { command: launch.command, args: launch.args, cwd, env: launch.env, terminalOwner, shellIntegration };
     }
 
-    sandbox.disks.ensure(tenant, hostRoot, user);
+    sandbox.disks.ensure(tenant, hostRoot, user, spec.tenantLimits?.diskMiB);
+    scope.disk = hostRoot;
     prepareHome(hostRoot, user);
     const limits = sessionLimits(spec.limits, sandbox.config.limits, spec.limitsMax);
     const network = spec.network ?? sandbox.config.network;
@@ -254,6 +257,7 @@ export class Isolation {
     this.scopes.delete(key);
     scope.network?.close();
     if (this.sandbox) {
+      if (scope.disk) this.sandbox.disks.release(scope.disk);
       const limits = this.sandbox.limits;
       // Read before the groups go: the exit may come after this (exit() takes it then).
       this.endedOom.set(key, limits.oomKilled(scope.id));

@@ -1,12 +1,12 @@
 // The in-process output log, used when no Redis is configured: per session, its chunks in
 // offset order, trimmed on append to the chunks that hold the newest `retainBytes` bytes, and
 // dropped after `idleTtlSec` without appends, when `expire`'s TTL is up, or at once by `remove`.
-// Each tenant's retained bytes are counted as chunks come and go, and past `tenantBytes` the
+// Each tenant's retained bytes are counted as chunks come and go, and past its bound the
 // tenant's oldest chunks go first (tenant-bound.ts; in append order across its sessions).
 // Lives and dies with the runner.
 import { type ChunkMeta, UNKNOWN_META } from "../../shared/protocol.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
-import { type FrontTrim, type TenantCandidate, type TenantPick, type TenantStore, TenantTrims, tenantOf } from "./tenant-bound.js";
+import { type FrontTrim, TenantBounds, type TenantCandidate, type TenantPick, type TenantStore, TenantTrims, tenantOf } from "./tenant-bound.js";
 
 interface Chunk {
   offset: number;
@@ -43,11 +43,15 @@ export class MemoryLog implements OutputLog {
   private readonly floors = new Map<string, number>();
   private seq = 0;
   private readonly trims: TenantTrims;
-  private readonly bound: number;
+  private readonly bounds: TenantBounds;
 
   constructor(private readonly options: OutputLogOptions) {
-    this.bound = options.tenantBytes ?? Number.POSITIVE_INFINITY;
-    this.trims = new TenantTrims(this.tenantStore(), this.bound);
+    this.bounds = new TenantBounds(options.tenantBytes);
+    this.trims = new TenantTrims(this.tenantStore(), this.bounds);
+  }
+
+  boundTenant(tenant: string, bytes: number | undefined): void {
+    this.bounds.set(tenant, bytes);
   }
 
   async append(key: string, offset: number, data: Buffer, meta: ChunkMeta = UNKNOWN_META): Promise<void> {
@@ -91,7 +95,7 @@ export class MemoryLog implements OutputLog {
 
   private trimIfOver(tenant: string): void {
     const counted = this.tenants.get(tenant);
-    if (counted && counted.total > this.bound) this.trims.request(tenant);
+    if (counted && counted.total > this.bounds.of(tenant)) this.trims.request(tenant);
   }
 
   onTrimmed(listener: (key: string, retainedFrom: number) => void): void {

@@ -28,7 +28,7 @@ export interface OutputLog {
    * is at most `end - retainBytes`. Only whole chunks go, and a chunk goes only when every
    * byte of it is older than `end - retainBytes`; the one holding that byte stays whole.
    * (RedisLog trims every `retainBytes / 8` bytes, so wholly older chunks may linger that long.)
-   * Counts the chunk into its tenant's retained bytes; past `tenantBytes` the tenant's oldest
+   * Counts the chunk into its tenant's retained bytes; past the tenant's bound its oldest
    * output is trimmed soon after, not before the append resolves, and then a session may keep
    * less than `retainBytes` (tenant-bound.ts).
    */
@@ -55,6 +55,12 @@ export interface OutputLog {
 
   /** Calls `listener` when the tenant bound moved the start of a session's log to `retainedFrom`. */
   onTrimmed(listener: (key: string, retainedFrom: number) => void): void;
+
+  /**
+   * The tenant's own bound from now on (its `logBytes`, sent with each spawn), or undefined for
+   * the runner's (`tenantBytes`). A lower bound trims at the tenant's next append.
+   */
+  boundTenant(tenant: string, bytes: number | undefined): void;
 
   /** The tenant's retained bytes, as the log counts them for the tenant bound. */
   tenantBytes(tenant: string): Promise<number>;
@@ -84,6 +90,9 @@ export interface OutputLogOptions {
   retainBytes: number;
   /** How long a running session's log lives without appends before it is dropped anyway. */
   idleTtlSec: number;
-  /** Retained bytes of all one tenant's sessions together (TENANT_LOG_BYTES); unset: no bound. */
+  /**
+   * Retained bytes of all one tenant's sessions together (TENANT_LOG_BYTES), for a tenant with no
+   * bound of its own (`boundTenant`); unset: no bound.
+   */
   tenantBytes?: number;
 }

@@ -12,7 +12,7 @@
 // what they removed; the tenant's scripts then subtract it. Scripts go by EVALSHA (EVAL when the
 // shard does not know them yet). No ioredis here: redis-log.ts hands in `run`.
 import { createHash } from "node:crypto";
-import { type FrontTrim, type TenantCandidate, type TenantPick, type TenantStore, TenantTrims, tenantOf } from "./tenant-bound.js";
+import { type FrontTrim, type TenantBounds, type TenantCandidate, type TenantPick, type TenantStore, TenantTrims, tenantOf } from "./tenant-bound.js";
 
 export interface LuaScript {
   lua: string;
@@ -226,9 +226,9 @@ export class RedisTenantBound {
   constructor(
     private readonly run: RunScript,
     private readonly streamKey: (key: string) => string,
-    private readonly bound: number,
+    private readonly bounds: TenantBounds,
   ) {
-    this.trims = new TenantTrims(this.store(), bound);
+    this.trims = new TenantTrims(this.store(), bounds);
   }
 
   /**
@@ -311,7 +311,7 @@ export class RedisTenantBound {
   /** What to do with a script's reply of the tenant's total: trim the tenant if it is over the bound. */
   private overBound(tenant: string): (total: unknown) => void {
     return (total) => {
-      if (Number(total) > this.bound) this.trims.request(tenant);
+      if (Number(total) > this.bounds.of(tenant)) this.trims.request(tenant);
     };
   }
 

@@ -23,6 +23,7 @@ import { DEFAULT_READ_BYTES, ReadCollector } from "./memory-log.js";
 import type { LogItem, OutputLog, OutputLogOptions } from "./output-log.js";
 import { type Entry, entryData, entryMeta, entryOffset, metaFields } from "./redis-entries.js";
 import { type LuaScript, RETENTION_TRIM, RedisTenantBound } from "./redis-log-tenant.js";
+import { TenantBounds } from "./tenant-bound.js";
 import { parseRedisUrl, type RedisTarget } from "./redis-url.js";
 
 /** The Redis key of a session's stream. */
@@ -76,6 +77,7 @@ export class RedisLog implements OutputLog {
   private readonly target: RedisTarget;
   private readonly keys = new Map<string, KeyState>();
   private readonly tenant: RedisTenantBound;
+  private readonly bounds: TenantBounds;
   private readonly slack: number;
   private readonly refreshMs: number;
   private up = false;
@@ -95,7 +97,8 @@ export class RedisLog implements OutputLog {
     this.refreshMs = Math.min(EXPIRE_REFRESH_MS, (options.idleTtlSec * 1000) / 2);
     this.target = parseRedisUrl(url);
     this.redis = this.target.nodes.length > 1 ? this.connectCluster() : this.connectSingle(url);
-    this.tenant = new RedisTenantBound((script, keys, args) => this.script(script, keys, args), streamKey, options.tenantBytes ?? Number.POSITIVE_INFINITY);
+    this.bounds = new TenantBounds(options.tenantBytes);
+    this.tenant = new RedisTenantBound((script, keys, args) => this.script(script, keys, args), streamKey, this.bounds);
   }
 
   /** What the log is connected to once it has been ready: one Redis or a cluster. */
@@ -416,6 +419,10 @@ export class RedisLog implements OutputLog {
 
   onTrimmed(listener: (key: string, retainedFrom: number) => void): void {
     this.tenant.trims.onTrimmed(listener);
+  }
+
+  boundTenant(tenant: string, bytes: number | undefined): void {
+    this.bounds.set(tenant, bytes);
   }
 
   tenantBytes(tenant: string): Promise<number> {

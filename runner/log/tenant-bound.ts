@@ -1,4 +1,4 @@
-// The tenant bound (TENANT_LOG_BYTES; docs/protocol.md §7a, "The tenant bound"): the retained
+// The tenant bound (the tenant's `logBytes`, else TENANT_LOG_BYTES; docs/protocol.md §7a, "The tenant bound"): the retained
 // output of all of one tenant's sessions together, running and ended, is kept within a bound.
 // Past it the tenant's OLDEST retained output goes first, whole chunks, never another tenant's,
 // and never at or above a session's floor (the first offset its live edge has not acknowledged:
@@ -107,6 +107,28 @@ export async function trimTenant(
   return "rounds";
 }
 
+/**
+ * Each tenant's bound in this runner: the tenant's own (the admin API's `logBytes`, sent with each
+ * spawn; the newest one given wins) or the runner's TENANT_LOG_BYTES. A lowered bound trims at the
+ * tenant's next append, as any bound does.
+ */
+export class TenantBounds {
+  private readonly own = new Map<string, number>();
+
+  /** `fallback`: TENANT_LOG_BYTES (unset: no bound). */
+  constructor(private readonly fallback = Number.POSITIVE_INFINITY) {}
+
+  of(tenant: string): number {
+    return this.own.get(tenant) ?? this.fallback;
+  }
+
+  /** The tenant's own bound from now on; undefined: the runner's again. */
+  set(tenant: string, bytes: number | undefined): void {
+    if (bytes === undefined) this.own.delete(tenant);
+    else this.own.set(tenant, bytes);
+  }
+}
+
 /** At most one trim loop per tenant at a time in this runner; a request during one runs it again. */
 export class TenantTrims {
   private readonly loops = new Map<string, { again: boolean }>();
@@ -115,7 +137,7 @@ export class TenantTrims {
 
   constructor(
     private readonly store: TenantStore,
-    private readonly bound: number,
+    private readonly bounds: TenantBounds,
   ) {}
 
   onTrimmed(listener: TrimmedListener): void {
@@ -147,7 +169,7 @@ export class TenantTrims {
     while (state.again) {
       state.again = false;
       try {
-        const outcome = await trimTenant(this.store, tenant, this.bound, (key, from) => {
+        const outcome = await trimTenant(this.store, tenant, this.bounds.of(tenant), (key, from) => {
           for (const listener of this.listeners) listener(key, from);
         });
         // Held: the floors of sessions whose output the edge has not acknowledged yet; it will.

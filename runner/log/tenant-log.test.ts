@@ -11,6 +11,7 @@ import type { ChunkMeta } from "../../shared/protocol.js";
 import { BIG, defaults, flatten, prng, randomChunks, useLogServers } from "./output-log.test-kit.js";
 import type { OutputLog, OutputLogOptions } from "./output-log.js";
 import { RedisLog, streamKey } from "./redis-log.js";
+import { TenantBounds } from "./tenant-bound.js";
 
 const servers = useLogServers();
 const CHUNK = 16 * 1024;
@@ -113,6 +114,33 @@ describe.each(servers.implementations.slice(0, 3))("$name", (impl) => {
     expect(trimmed.some(([key]) => key === b)).toBe(false);
   });
 
+  it("bounds a tenant by its own bound where it has one, the runner's otherwise; a changed bound holds from the next append", async () => {
+    const log = await open();
+    const [p, q, r] = [servers.newKey("ownP"), servers.newKey("ownQ"), servers.newKey("ownR")];
+    log.boundTenant("ownP", BOUND / 2);
+    log.boundTenant("ownR", 2 * BOUND);
+    const ends = new Map<string, number>();
+    await interleave(log, [p, q, r], 40, 7, ends);
+    await log.settled();
+    const within = async (tenant: string, bound: number) => {
+      const bytes = await log.tenantBytes(tenant);
+      expect(bytes, tenant).toBeLessThanOrEqual(bound);
+      expect(bytes, tenant).toBeGreaterThan(bound - CHUNK);
+    };
+    await within("ownP", BOUND / 2);
+    await within("ownQ", BOUND);
+    await within("ownR", 2 * BOUND);
+    // Lowered: the next append trims to it. Given back to the runner's: the runner's bound again.
+    log.boundTenant("ownR", BOUND / 2);
+    log.boundTenant("ownP", undefined);
+    await interleave(log, [r], 1, 8, ends);
+    await interleave(log, [p], 20, 9, ends);
+    await log.settled();
+    await within("ownR", BOUND / 2);
+    await within("ownP", BOUND);
+    await within("ownQ", BOUND);
+  });
+
   it("never trims at or above a session's floor, and trims there once it is released", async () => {
     const log = await open();
     const [f, g] = [servers.newKey("tenantF"), servers.newKey("tenantF")];
@@ -173,6 +201,19 @@ describe.each(servers.implementations.slice(0, 3))("$name", (impl) => {
     expect(await log.tenantBytes("tenantR")).toBe(second.bytes);
     await log.remove(keys[1]);
     expect(await log.tenantBytes("tenantR")).toBe(0);
+  });
+});
+
+describe("TenantBounds", () => {
+  it("gives each tenant its own bound, the newest given, or the runner's", () => {
+    const bounds = new TenantBounds(BOUND);
+    bounds.set("a", 1 << 20);
+    bounds.set("a", 2 << 20);
+    expect(bounds.of("a")).toBe(2 << 20);
+    expect(bounds.of("b")).toBe(BOUND);
+    bounds.set("a", undefined);
+    expect(bounds.of("a")).toBe(BOUND);
+    expect(new TenantBounds().of("a")).toBe(Number.POSITIVE_INFINITY);
   });
 });
 

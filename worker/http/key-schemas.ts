@@ -2,7 +2,7 @@
 // tenants' limits, and the keys a tenant holds.
 import { z } from "zod";
 import { KEY_SCOPES } from "../../shared/keys.js";
-import { LIMITS_ASKED } from "../../shared/protocol.js";
+import { LIMITS_ASKED, TENANT_BOUNDS } from "../../shared/protocol.js";
 import { TENANT_PATTERN } from "../auth/auth.js";
 import { KEY_ID } from "../auth/keys.js";
 
@@ -15,6 +15,9 @@ const limitFields = {
   memoryMiB: LIMITS_ASKED.memoryMiB.unwrap(),
   pids: LIMITS_ASKED.pids.unwrap(),
   cpus: LIMITS_ASKED.cpus.unwrap(),
+  // Within the bounds of the runner's TENANT_DISK_MIB and TENANT_LOG_BYTES.
+  diskMiB: TENANT_BOUNDS.diskMiB.unwrap(),
+  logBytes: TENANT_BOUNDS.logBytes.unwrap(),
 };
 
 export const TenantLimitsBody = z.strictObject({
@@ -24,6 +27,8 @@ export const TenantLimitsBody = z.strictObject({
   memoryMiB: limitFields.memoryMiB.optional(),
   pids: limitFields.pids.optional(),
   cpus: limitFields.cpus.optional(),
+  diskMiB: limitFields.diskMiB.optional(),
+  logBytes: limitFields.logBytes.optional(),
 });
 
 export const TENANT_ID = TENANT_PATTERN;
@@ -42,6 +47,8 @@ export const PatchTenantBody = z.strictObject({
     memoryMiB: limitFields.memoryMiB.nullable().optional(),
     pids: limitFields.pids.nullable().optional(),
     cpus: limitFields.cpus.nullable().optional(),
+    diskMiB: limitFields.diskMiB.nullable().optional(),
+    logBytes: limitFields.logBytes.nullable().optional(),
   }),
 });
 

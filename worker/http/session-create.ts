@@ -57,7 +57,10 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
       ...(body.limits ? { asked: body.limits } : {}),
     })) as Reserved | Failure,
   );
-  const limitsMax = Object.keys(reserved.max).length > 0 ? reserved.max : undefined;
+  const { diskMiB, logBytes, ...sandboxMax } = reserved.max;
+  const limitsMax = Object.keys(sandboxMax).length > 0 ? sandboxMax : undefined;
+  // The tenant's own workspace size and log bound go to the runner with the spawn (docs/protocol.md §7).
+  const tenantLimits = { ...(diskMiB !== undefined ? { diskMiB } : {}), ...(logBytes !== undefined ? { logBytes } : {}) };
   const stub = sessionStub(env, tenant, id);
   let result: Session | Failure;
   try {
@@ -78,6 +81,7 @@ export async function createSession(env: Env, tenant: string, body: NewSession):
         ...(body.network ? { network: body.network } : {}),
         ...(body.limits ? { limits: body.limits } : {}),
         ...(limitsMax ? { limitsMax } : {}),
+        ...(Object.keys(tenantLimits).length > 0 ? { tenantLimits } : {}),
       },
       timers: {
         timeoutSec: body.timers?.timeoutSec ?? lim.timeoutSec,

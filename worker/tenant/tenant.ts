@@ -98,7 +98,8 @@ export class Tenant extends DurableObject<Env> implements TenantRpc {
     const own = this.settings();
     const maxActive = own.sessions ?? request.maxActive;
     const maxPerMinute = own.createsPerMinute ?? request.maxPerMinute ?? Number.POSITIVE_INFINITY;
-    const max = { memoryMiB: own.memoryMiB, pids: own.pids, cpus: own.cpus };
+    // With them, the tenant's own workspace size and log bound, which its sessions' runner applies.
+    const max = { memoryMiB: own.memoryMiB, pids: own.pids, cpus: own.cpus, diskMiB: own.diskMiB, logBytes: own.logBytes };
     for (const name of ["memoryMiB", "pids", "cpus"] as const) {
       const most = max[name];
       const want = asked[name];
