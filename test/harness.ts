@@ -6,7 +6,7 @@
 export { Api, type ApiResponse, fetchOutput } from "./rest-client.js";
 export { type OutputFrame, TermClient, type TermClientOptions, type TimelineEntry, shellOutput } from "./term-client.js";
 export { EventStreamClient, type SseMessage, SseClient, tenantEvents } from "./event-stream.js";
-export { line, renderScreen, sha256, stripEscapes } from "./terminal-text.js";
+export { line, renderScreen, seqBytes, sha256, stripEscapes } from "./terminal-text.js";
 export { until } from "./waits.js";
 export { alive, commandOf, hostPid, listeningOf, type ListeningSocket, liveSessionProcesses, parentPid, pidsRunning } from "./processes.js";
 export { type SuiteCleanupOptions, SuiteCleanup } from "./cleanup.js";

@@ -16,7 +16,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { secret } from "../scripts/stack.js";
 import type { Session } from "../shared/session.js";
 import { cli } from "./redis-server.js";
-import { Api, SuiteCleanup, type SuiteStack, TermClient, fetchOutput, startSuiteStack, until } from "./harness.js";
+import { Api, SuiteCleanup, type SuiteStack, TermClient, fetchOutput, seqBytes, startSuiteStack, until } from "./harness.js";
 
 const ADMIN_KEY = secret();
 const MIB = 1 << 20;
@@ -77,18 +77,6 @@ async function runToEnd(api: Api, script: string): Promise<Session> {
   const done = await api.request<Session>("GET", `/v1/sessions/${session.id}/wait?timeoutSec=50`);
   expect(done.body.status, JSON.stringify(done.body)).toBe("exited");
   return done.body;
-}
-
-/** What `seq <start> … | head -c <size>` prints. */
-function seqBytes(start: number, size: number): Buffer {
-  const lines: string[] = [];
-  let length = 0;
-  for (let i = start; length < size; i++) {
-    const line = `${i}\n`;
-    lines.push(line);
-    length += line.length;
-  }
-  return Buffer.from(lines.join("")).subarray(0, size);
 }
 
 /** Bytes the tenant's streams hold, summed over their entries in Redis itself (not the log's count). */

@@ -11,7 +11,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Session } from "../shared/session.js";
 import { cli } from "./redis-server.js";
-import { Api, SuiteCleanup, type SuiteStack, TermClient, fetchOutput, startSuiteStack, until } from "./harness.js";
+import { Api, SuiteCleanup, type SuiteStack, TermClient, fetchOutput, seqBytes, startSuiteStack, until } from "./harness.js";
 
 const BOUND = 16 << 20;
 const CHUNK = 64 << 10;
@@ -39,18 +39,6 @@ beforeAll(async () => {
   flood = new Api(stack.edge.url, KEYS.flood);
   quiet = new Api(stack.edge.url, KEYS.quiet);
 });
-
-/** What `seq <start> … | head -c <size>` prints. */
-function seqBytes(start: number, size: number): Buffer {
-  const lines: string[] = [];
-  let length = 0;
-  for (let i = start; length < size; i++) {
-    const line = `${i}\n`;
-    lines.push(line);
-    length += line.length;
-  }
-  return Buffer.from(lines.join("")).subarray(0, size);
-}
 
 /** A `pty: false` session of `/bin/sh -c script`, purged after the file. */
 async function pipes(api: Api, script: string): Promise<Session> {

@@ -1,5 +1,6 @@
 // Terminal output as the end-to-end tests read it: escape sequences removed, a screen drawn by
-// @xterm/headless, a whole line as a pattern, and a digest for comparing large outputs.
+// @xterm/headless, a whole line as a pattern, a digest for comparing large outputs, and what
+// `seq` prints.
 import { createHash } from "node:crypto";
 import headless from "@xterm/headless";
 
@@ -57,4 +58,16 @@ export function line(text: string): RegExp {
 
 export function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** What `seq <start> … | head -c <size>` prints. */
+export function seqBytes(start: number, size: number): Buffer {
+  const lines: string[] = [];
+  let length = 0;
+  for (let i = start; length < size; i++) {
+    const line = `${i}\n`;
+    lines.push(line);
+    length += line.length;
+  }
+  return Buffer.from(lines.join("")).subarray(0, size);
 }
