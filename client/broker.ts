@@ -326,6 +326,7 @@ export class PtyBroker {
     if (socketQuery.from !== null) query.set("from", socketQuery.from);
     if (socketQuery.onLag !== undefined) query.set("onLag", socketQuery.onLag);
     if (socketQuery.compress === "deflate") query.set("compress", "deflate");
+    if (socketQuery.writer !== undefined) query.set("writer", socketQuery.writer);
     if (!headers) {
       // Browsers cannot set headers on a WebSocket, and API keys never go in URLs: a socket
       // opened with an API key carries a short-lived writer token minted for it.

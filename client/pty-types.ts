@@ -29,6 +29,8 @@ export interface PtyEvents extends Record<string, unknown[]> {
   command: [command: CommandEvent];
   exit: [info: ExitInfo];
   error: [error: PtyBrokerError];
+  /** Bytes typed and not yet written to the process changed (`pty.pendingInputBytes()` has them). */
+  pending: [bytes: number];
 }
 
 export type DataListener = (bytes: Uint8Array, offset: number) => void;
@@ -55,6 +57,11 @@ export interface ConnectOptions {
    * it (docs/protocol.md §5, "Compressed output").
    */
   compress?: "deflate" | "none" | undefined;
+  /**
+   * Most bytes typed (`sendInput`) and not yet written to the process that the terminal keeps
+   * for sending again; `sendInput` past it rejects with `QUOTA_EXCEEDED`. Default 1 MiB.
+   */
+  inputQueueBytes?: number | undefined;
   onData?: DataListener | undefined;
   /** `pty: false`: stdout (the same as `onData`). */
   onStdout?: DataListener | undefined;
@@ -118,9 +125,11 @@ export interface SocketLike {
   onerror: ((event: unknown) => void) | null;
 }
 
-/** The connect URL's query: `from` (null: everything retained), `onLag` and `compress`. */
+/** The connect URL's query: `from` (null: everything retained), `onLag`, `compress` and the writer id. */
 export interface SocketQuery {
   from: string | null;
   onLag?: "cut" | "screen" | undefined;
   compress?: "deflate" | "none" | undefined;
+  /** The terminal's writer id: its input is numbered (docs/protocol.md §5, "Input exactly once"). */
+  writer?: string | undefined;
 }

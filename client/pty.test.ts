@@ -2,7 +2,7 @@
 // real stack runs the same paths in test/sdk.test.ts; what only a scripted server can do here
 // is resend bytes a client already has, which the real one never does.
 import { describe, expect, it } from "vitest";
-import { encodeInput } from "../shared/protocol.js";
+import { encodeNumberedInput } from "../shared/protocol.js";
 import { Pty } from "./pty.js";
 import { noAgentCalls, ScriptedSocket } from "./pty.test-kit.js";
 import type { PtyTransport } from "./pty-types.js";
@@ -152,7 +152,7 @@ describe("Pty screens and commands", () => {
 
   it("from=screen: the repaint as a screen event, then output from its offset; a drop resumes by offset", async () => {
     const { pty, sockets, received } = await attached({ from: "screen", onLag: "screen" });
-    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen", compress: "deflate" });
+    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen", compress: "deflate", writer: expect.stringMatching(/^[\w-]{22}$/) });
     const screens: [string, number, number, number][] = [];
     pty.on("screen", ({ offset, cols, rows, data }) => screens.push([decode(data), offset, cols, rows]));
     sockets[0].screen(5000, 100, 30, "\x1b[Hpainted");
@@ -167,7 +167,8 @@ describe("Pty screens and commands", () => {
     expect(sockets[0].sent).toContain(JSON.stringify({ type: "ack", offset: 5000 }));
     sockets[0].close(1006);
     await until(() => sockets.length === 2);
-    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen", compress: "deflate" });
+    // The same writer: its input's count goes on across the reconnect.
+    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen", compress: "deflate", writer: sockets[0].query.writer });
     pty.close();
   });
 
@@ -304,10 +305,15 @@ describe("Pty without a terminal (pty: false)", () => {
 
   it('closeStdin: {"type":"eof"} after the input sent before it while attached; POST input {eof: true} when not', async () => {
     const { pty, sockets, restCalls } = await attached();
-    await pty.sendInput("abc");
-    await pty.closeStdin();
+    const typed = pty.sendInput("abc");
+    const closing = pty.closeStdin();
+    // eof waits until the process has what was typed before it.
+    expect(sockets[0].sent.slice(1)).toEqual([encodeNumberedInput(0, new TextEncoder().encode("abc"))]);
+    sockets[0].json({ type: "input_ack", offset: 3 });
+    await typed;
+    await closing;
     const sent = sockets[0].sent.slice(1); // after the first ack
-    expect(sent).toEqual([encodeInput(new TextEncoder().encode("abc")), JSON.stringify({ type: "eof" })]);
+    expect(sent).toEqual([encodeNumberedInput(0, new TextEncoder().encode("abc")), JSON.stringify({ type: "eof" })]);
     expect(restCalls).toEqual([]);
 
     sockets[0].readyState = 3; // dropped, not yet noticed: the socket cannot carry it

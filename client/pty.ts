@@ -5,21 +5,18 @@
 // acknowledged (pty-offsets.ts), and the iterators over the output (pty-chunks.ts); its types are
 // in pty-types.ts. Here: the public API, the control messages, and what a dropped socket means.
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
-import { bytesToBase64 } from "../shared/base64.js";
 import { CloseCode, ErrorStatus } from "../shared/errors.js";
-import { encodeInput, type ExitInfo, type ServerMessage } from "../shared/protocol.js";
+import type { ExitInfo, ServerMessage } from "../shared/protocol.js";
 import { SIGNALS, type Session, type SignalName } from "../shared/session.js";
 import type { ExpectOptions, InputOptions, InputResult, RunOptions, ScreenRepaint } from "./agent.js";
 import { Emitter } from "./emitter.js";
 import { closeRefusal, isFatal, PtyBrokerError, statusOf } from "./errors.js";
 import { OutputChunks } from "./pty-chunks.js";
+import { InputQueue } from "./pty-input.js";
 import { OutputOffsets } from "./pty-offsets.js";
 import { InflatingInbox, asArrayBuffer } from "./pty-inflate.js";
 import { PtySocket } from "./pty-socket.js";
 import type { ConnectionState, ConnectOptions, PtyEvents, PtyTransport, SessionPatch, SocketLike, SocketQuery } from "./pty-types.js";
-
-/** Input is sent in pieces well under the edge's default limit (MAX_INPUT_BYTES, 64 KiB). */
-const INPUT_PIECE_BYTES = 32 * 1024;
 
 export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array> {
   /** The session as last heard: from `hello`, then kept up to date by resize and exit. */
@@ -33,6 +30,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   /** The socket's messages in order, 0x06 frames inflated (pty-inflate.ts). */
   private readonly inbox: InflatingInbox;
   private readonly chunks = new OutputChunks();
+  /** What is typed, numbered, until the process has it (pty-input.ts). */
+  private readonly typed: InputQueue;
   private userClosed = false;
   private started = false;
   private readonly ready: Promise<void>;
@@ -65,6 +64,17 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     if (options.onScreen) this.on("screen", options.onScreen);
     if (options.onState) this.on("state", options.onState);
     this.on("data", (bytes) => this.chunks.push(bytes));
+    this.typed = new InputQueue(
+      {
+        send: (frame) => {
+          if (!this.isOpen()) return false;
+          this.socket.send(frame);
+          return true;
+        },
+        changed: (pending) => this.emit("pending", pending),
+      },
+      options.inputQueueBytes,
+    );
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => this.settleReady?.(new PtyBrokerError("NETWORK", `could not connect to session ${id}`)),
@@ -140,29 +150,38 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   }
 
   /**
-   * Types keystrokes: over the open socket (fast, nothing answered), else over REST. An agent
-   * that needs the output offset its input landed at (an `expect`'s `from`) uses `input`.
+   * Types keystrokes, in order after everything typed before, over the socket: kept while it is
+   * down and sent again after a reconnect, written to the process exactly once (docs/protocol.md
+   * §5, "Input exactly once"). Resolves once the process has them; rejects when they cannot get
+   * there (the session ended, the terminal was closed) or, at once, when they would pass
+   * `inputQueueBytes` not yet acknowledged (`QUOTA_EXCEEDED`, naming the bound). An agent that
+   * needs the output offset its input landed at (an `expect`'s `from`) uses `input`.
    */
-  async sendInput(data: string | Uint8Array): Promise<void> {
+  sendInput(data: string | Uint8Array): Promise<void> {
     this.assertWritable();
-    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-    for (let at = 0; at < bytes.byteLength; at += INPUT_PIECE_BYTES) {
-      const piece = bytes.subarray(at, at + INPUT_PIECE_BYTES);
-      if (this.isOpen()) this.socket.send(encodeInput(piece));
-      else {
-        await this.transport.rest("POST", this.path("input"), { data: bytesToBase64(piece), encoding: "base64" });
-      }
-    }
+    return this.typed.push(typeof data === "string" ? new TextEncoder().encode(data) : data);
+  }
+
+  /** Bytes typed and not yet written to the process (a `pending` event says when it changes). */
+  get pendingInput(): number {
+    return this.typed.pending;
+  }
+
+  /** The bytes typed and not yet written to the process, in order (to show them, as mosh does). */
+  pendingInputBytes(): Uint8Array {
+    return this.typed.pendingBytes();
   }
 
   /**
-   * End of input: closes the process's stdin (`pty: false`) after what was sent before; on a
-   * terminal it types Ctrl+D, as a person would. Attached, it is `{"type":"eof"}` on the socket
-   * (a refusal comes back as an `error` event); otherwise `POST .../input {eof: true}`, whose
-   * refusal throws. Input after it is refused (`CONFLICT`) on a `pty: false` session.
+   * End of input: closes the process's stdin (`pty: false`) after what was typed before; on a
+   * terminal it types Ctrl+D, as a person would. It waits until the typed input is written, then
+   * goes as `{"type":"eof"}` on the socket (a refusal comes back as an `error` event), or as
+   * `POST .../input {eof: true}`, whose refusal throws, while the socket is down. Input after it
+   * is refused (`CONFLICT`) on a `pty: false` session.
    */
   async closeStdin(): Promise<void> {
     this.assertWritable();
+    await this.typed.delivered();
     if (this.isOpen()) this.socket.send(JSON.stringify({ type: "eof" }));
     else await this.transport.rest("POST", this.path("input"), { data: "", eof: true });
   }
@@ -318,7 +337,12 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     // "auto" is settled by PtyBroker.connect; one left here replays everything, which is never wrong.
     const from = next !== undefined ? String(next) : first === undefined || first === "auto" ? null : String(first);
     this.offsets.dialling();
-    const query: SocketQuery = { from, onLag: this.options.onLag, compress: this.options.compress ?? "deflate" };
+    const query: SocketQuery = {
+      from,
+      onLag: this.options.onLag,
+      compress: this.options.compress ?? "deflate",
+      writer: this.readOnly ? undefined : this.typed.writer,
+    };
     return this.transport.openSocket(this.id, query);
   }
 
@@ -346,7 +370,15 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
           setTimeout(() => this.releaseHeld(), 0);
         }
         this.setState("open");
+        // What the edge knows the process has; the rest of what was typed goes (again) now.
+        this.typed.opened(message.input?.acked ?? null);
         this.settleReady?.();
+        break;
+      case "input_ack":
+        this.typed.ack(message.offset, message.resend === true);
+        break;
+      case "input_refused":
+        this.typed.refused(message.offset, message.code, message.message);
         break;
       case "replay":
         this.offsets.replay(message.from);
@@ -381,6 +413,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
         if (this.session) this.session = { ...this.session, ...info };
         if (!this.exitInfo) {
           this.exitInfo = info;
+          this.typed.fail(new PtyBrokerError("SESSION_EXITED", `input not delivered: the session has ${info.status}`, statusOf("SESSION_EXITED")));
           this.emit("exit", info);
         }
         break;
@@ -437,6 +470,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   private finish(error?: PtyBrokerError): void {
     if (this.state === "closed") return;
     this.socket.close();
+    this.typed.fail(error ?? new PtyBrokerError("CLOSED", "input not delivered: the terminal was closed"));
     this.setState("closed");
     if (error && !this.userClosed) this.emit("error", error);
     this.settleReady?.(error ?? new PtyBrokerError("CLOSED", "the session ended before it could be attached"));

@@ -19,6 +19,7 @@ import { Coalescer } from "./flow/coalescer.js";
 import { Delivery } from "./flow/delivery.js";
 import { InputGate } from "./flow/input-gate.js";
 import { PauseReasons } from "./flow/pause-reasons.js";
+import { WriterInputs } from "./flow/writer-input.js";
 import { isolation } from "./isolation/isolation.js";
 import { EdgeLink, MAX_EDGE_MESSAGE_BYTES } from "./link/edge-link.js";
 import { edgeSocketUrl, linkPath } from "./link/link-url.js";
@@ -45,6 +46,8 @@ export class HostedSession {
   private readonly link: EdgeLink;
   private readonly delivery: Delivery;
   private readonly inputGate: InputGate;
+  /** Each writer's numbered input, written once and acknowledged when the terminal took it. */
+  private readonly writers: WriterInputs;
   private readonly reads: ReadServer;
   private proc: SessionProcess | undefined;
   /** The terminal's size now, kept with each chunk read; 0 × 0 for pipes. */
@@ -120,6 +123,10 @@ export class HostedSession {
       () => this.proc?.pendingInput() ?? 0,
       { softBytes: INPUT_SOFT_BYTES, hardBytes: INPUT_HARD_BYTES },
       (full) => this.send({ type: "input_state", full }),
+    );
+    this.writers = new WriterInputs(
+      () => this.proc?.pendingInput() ?? 0,
+      (acks) => this.send({ type: "input_ack", acks }),
     );
     this.delivery = new Delivery(
       {
@@ -267,7 +274,11 @@ export class HostedSession {
       if (frame.op === "input") {
         this.inputTaken += frame.data.byteLength;
         this.writeInput(frame.data);
-      } else log.warn("link.frame", { key: this.key, outcome: "bad_op" });
+      } else if (frame.op === "writerInput") {
+        // Counted as taken from the link whatever the writer's count says (the edge's ledger counts the same).
+        this.inputTaken += frame.data.byteLength;
+        this.writerInput(frame.writer, frame.offset, frame.data);
+      } else log.warn("link.frame", { key: this.key, outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;
     }
     const parsed = parseMessage(EdgeLinkMessage, data.toString("utf8"), MAX_EDGE_MESSAGE_BYTES);
@@ -354,13 +365,29 @@ export class HostedSession {
     this.send({ type: "log_reset" });
   }
 
-  private writeInput(bytes: Uint8Array): void {
+  /** Input for the process, within the input bound; false when it was not written. */
+  private writeInput(bytes: Uint8Array, writer?: { key: string; end: number }): boolean {
     const proc = this.proc;
-    if (!proc || this.exited) return;
+    if (!proc || this.exited) return false;
     if (!this.inputGate.write(bytes, (b) => proc.write(b))) {
-      log.warn("session.input", { key: this.key, outcome: "dropped", bytes: bytes.byteLength });
-      this.send({ type: "input_dropped", bytes: bytes.byteLength });
+      log.warn("session.input", { key: this.key, outcome: "dropped", bytes: bytes.byteLength, writer: writer !== undefined });
+      if (!writer) this.send({ type: "input_dropped", bytes: bytes.byteLength });
+      return false;
     }
+    this.writers.wrote(bytes.byteLength, writer);
+    return true;
+  }
+
+  /** A writer's numbered input: its new part is written once; a resend or a frame past a hole is not. */
+  private writerInput(writer: string, offset: number, data: Uint8Array): void {
+    if (!this.proc || this.exited) return;
+    const take = this.writers.take(writer, offset, data);
+    if (take.write === null) {
+      if (take.why === "hole") log.warn("session.input", { key: this.key, outcome: "hole", offset });
+      return;
+    }
+    // Refused by the input bound, it stays the writer's to send again (never a silent drop).
+    if (!this.writeInput(take.write, { key: writer, end: take.end })) this.writers.refused(writer, offset);
   }
 
   /** Every (re)opened link starts with the edge's offset: start the process once, then resend. */
@@ -371,6 +398,9 @@ export class HostedSession {
     // again what a dead link lost (docs/protocol.md §7, "Input across a new link").
     const eof = this.spawn.spec.pty === false ? { eof: this.stdinClosed } : {};
     this.send({ type: "input_state", full: this.inputGate.isFull, taken: this.inputTaken, ...eof });
+    // What each writer has had written, for an edge that restarted and forgot (its clients' handshakes).
+    const writers = this.writers.all();
+    if (writers.length > 0) this.send({ type: "input_ack", acks: writers });
     if (!this.ended) this.startProcess();
     if (this.startFailure !== undefined) {
       this.send({ type: "failed", error: this.startFailure });
@@ -433,6 +463,7 @@ export class HostedSession {
     this.agent?.dispose();
     this.delivery.dispose();
     this.inputGate.dispose();
+    this.writers.dispose();
     this.link.stop(1000, "session ended");
     // Nothing is resent from here: the tenant bound may trim all of it.
     this.outputLog.hold(this.key, null);

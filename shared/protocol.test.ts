@@ -303,7 +303,7 @@ describe("decodeFrame", () => {
     expect(decoded.reason).toMatch(/empty/);
   });
 
-  it.each([0x00, 0x07, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
+  it.each([0x00, 0x09, 0x7f, 0xff])("rejects unknown opcode %i", (opcode) => {
     const decoded = decodeFrame(Uint8Array.from([opcode, 1, 2, 3]));
     expect(decoded.op).toBe("invalid");
     if (decoded.op !== "invalid") return;

@@ -39,7 +39,27 @@ export const Op = {
    * once per chunk for every such viewer (docs/protocol.md §5, "Compressed output")
    */
   Deflated: 0x06,
+  /**
+   * client → server, framed, from a client that connected with `writer=`: `0x07 · u64 BE offset
+   * of the first byte in this writer's input · input bytes` (docs/protocol.md §5, "Input exactly once")
+   */
+  NumberedInput: 0x07,
+  /**
+   * edge → runner: `0x08 · u8 length of the writer key · the writer key (UTF-8) · u64 BE offset ·
+   * input bytes`: a writer's numbered input, which the runner writes once (docs/protocol.md §7)
+   */
+  WriterInput: 0x08,
 } as const;
+
+/** A client's writer id (`connect?writer=`): one per client, kept across its reconnects. */
+export const WRITER_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
+/** Longest writer key on a runner link (the edge's `<actor>|<writer id>`), printable ASCII. */
+export const MAX_WRITER_KEY_BYTES = 255;
+const WRITER_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** Whether `key` can name a writer on a runner link. */
+export const isWriterKey = (key: string): boolean => WRITER_KEY_PATTERN.test(key);
+/** Bytes before the payload of a NumberedInput frame. */
+export const NUMBERED_INPUT_HEADER_BYTES = 9;
 
 /** Which of a process's outputs a chunk came from: a terminal's output counts as stdout. */
 export type OutputStream = "stdout" | "stderr";
@@ -158,6 +178,34 @@ export function encodeInput(bytes: Uint8Array): Uint8Array {
   return frame;
 }
 
+/** A writer's input at `offset` in its own input stream (client → edge). */
+export function encodeNumberedInput(offset: number, bytes: Uint8Array): Uint8Array {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  const frame = new Uint8Array(NUMBERED_INPUT_HEADER_BYTES + bytes.byteLength);
+  const view = new DataView(frame.buffer);
+  frame[0] = Op.NumberedInput;
+  view.setUint32(1, Math.floor(offset / TWO_32));
+  view.setUint32(5, offset >>> 0);
+  frame.set(bytes, NUMBERED_INPUT_HEADER_BYTES);
+  return frame;
+}
+
+/** A writer's numbered input on a runner link (edge → runner), named by its writer key. */
+export function encodeWriterInput(writer: string, offset: number, bytes: Uint8Array): Uint8Array {
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  if (!WRITER_KEY_PATTERN.test(writer)) throw new RangeError("a writer key is 1 to 255 printable ASCII characters");
+  const head = 2 + writer.length + 8;
+  const frame = new Uint8Array(head + bytes.byteLength);
+  const view = new DataView(frame.buffer);
+  frame[0] = Op.WriterInput;
+  frame[1] = writer.length;
+  for (let i = 0; i < writer.length; i++) frame[2 + i] = writer.charCodeAt(i);
+  view.setUint32(2 + writer.length, Math.floor(offset / TWO_32));
+  view.setUint32(6 + writer.length, offset >>> 0);
+  frame.set(bytes, head);
+  return frame;
+}
+
 export type Frame =
   | { op: "output"; offset: number; data: Uint8Array }
   | { op: "stderr"; offset: number; data: Uint8Array }
@@ -165,6 +213,8 @@ export type Frame =
   /** `data` is still compressed: it inflates to `length` bytes of `stream` at `offset`. */
   | { op: "deflated"; offset: number; stream: OutputStream; length: number; data: Uint8Array }
   | { op: "input"; data: Uint8Array }
+  | { op: "numberedInput"; offset: number; data: Uint8Array }
+  | { op: "writerInput"; writer: string; offset: number; data: Uint8Array }
   | { op: "readChunk"; readId: number; offset: number; meta: ChunkMeta; data: Uint8Array }
   | { op: "invalid"; reason: string };
 
@@ -186,6 +236,26 @@ export function decodeFrame(frame: Uint8Array): Frame {
     }
     case Op.Input:
       return { op: "input", data: frame.subarray(1) };
+    case Op.NumberedInput: {
+      if (frame.byteLength < NUMBERED_INPUT_HEADER_BYTES) return { op: "invalid", reason: "numbered input frame shorter than its header" };
+      const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+      const offset = view.getUint32(1) * TWO_32 + view.getUint32(5);
+      if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
+      return { op: "numberedInput", offset, data: frame.subarray(NUMBERED_INPUT_HEADER_BYTES) };
+    }
+    case Op.WriterInput: {
+      if (frame.byteLength < 2) return { op: "invalid", reason: "writer input frame shorter than its header" };
+      const length = frame[1];
+      const head = 2 + length + 8;
+      if (length === 0) return { op: "invalid", reason: "writer input frame with an empty writer key" };
+      if (frame.byteLength < head) return { op: "invalid", reason: "writer input frame shorter than its header" };
+      const writer = String.fromCharCode(...frame.subarray(2, 2 + length));
+      if (!WRITER_KEY_PATTERN.test(writer)) return { op: "invalid", reason: "writer key is not printable ASCII" };
+      const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+      const offset = view.getUint32(2 + length) * TWO_32 + view.getUint32(6 + length);
+      if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
+      return { op: "writerInput", writer, offset, data: frame.subarray(head) };
+    }
     case Op.Deflated: {
       if (frame.byteLength < DEFLATED_HEADER_BYTES) return { op: "invalid", reason: "deflated frame shorter than its header" };
       const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
@@ -262,7 +332,21 @@ export type ExitInfo = {
 
 /** server → client */
 export type ServerMessage =
-  | { type: "hello"; session: Session }
+  /**
+   * `input` answers a client that connected with `writer=`: every byte of its input below `acked`
+   * has been written to the process (null: the edge does not know now; the runner drops a resend)
+   */
+  | { type: "hello"; session: Session; input?: { writer: string; acked: number | null } }
+  /**
+   * every byte of this client's numbered input below `offset` has been written to the process;
+   * `resend`: the runner dropped a frame past a hole, so send again from `offset`
+   */
+  | { type: "input_ack"; offset: number; resend?: true }
+  /**
+   * a numbered input frame at `offset` was not taken (`code` as in errors): the client keeps it
+   * and sends it again later, unless the code is final (FORBIDDEN, SESSION_EXITED, ...)
+   */
+  | { type: "input_refused"; offset: number; code: string; message: string }
   | { type: "replay"; from: number; to: number }
   | { type: "live"; offset: number }
   | { type: "gap"; from: number; to: number }
@@ -401,6 +485,17 @@ export const RunnerLinkMessage = z.discriminatedUnion("type", [
   }),
   /** input that arrived while the bound was passed was dropped */
   z.object({ type: z.literal("input_dropped"), bytes: z.number().int().min(0) }),
+  /**
+   * each writer's numbered input below `offset` has been written to the process (docs/protocol.md
+   * §7, "Input exactly once"); sent as writes complete, and for a writer whose frame was a resend
+   */
+  z.object({
+    type: z.literal("input_ack"),
+    acks: z
+      .array(z.object({ writer: z.string().regex(WRITER_KEY_PATTERN), offset: offsetSchema, resend: z.literal(true).optional() }))
+      .min(1)
+      .max(1024),
+  }),
   /** the output log may have lost data (Redis came back after an outage): drop copies of it */
   z.object({ type: z.literal("log_reset") }),
   /** heartbeat; answered with `pong` by the edge without waking the object */

@@ -6,7 +6,7 @@
 // `onLag=screen`). The session object wires it with a HubPort and never reaches into its state.
 import { ApiError, CloseCode, type ErrorCode, type Failure } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
-import { ClientMessage, type OutputStream, type ServerMessage, decodeFrame, parseMessage } from "../../shared/protocol.js";
+import { ClientMessage, type OutputStream, type ServerMessage, decodeFrame, isWriterKey, parseMessage } from "../../shared/protocol.js";
 import { NO_SOCKET_COMPRESSION, refuseSocket, wantsRaw } from "../io/sockets.js";
 import type { LogReads } from "../link/log-reads.js";
 import { KeepAlive } from "../io/sse-body.js";
@@ -94,9 +94,15 @@ export class ClientHub {
       onLag,
       compress,
     );
+    // Set by the route from `writer=` and the caller's credential (sessions-routes.ts): framed writers only.
+    const writerId = request.headers.get("x-ptyb-writer");
+    const actor = request.headers.get("x-ptyb-actor");
+    const writerKey = `${actor}|${writerId}`;
+    if (framed && role !== "viewer" && writerId && actor && isWriterKey(writerKey)) sub.writer = { id: writerId, key: writerKey };
     this.sockets.set(server, sub);
     sub.persist();
-    sub.control({ type: "hello", session: this.port.view() });
+    const input = sub.writer ? { writer: sub.writer.id, acked: this.port.writerAcked(sub.writer.key) } : undefined;
+    sub.control({ type: "hello", session: this.port.view(), ...(input ? { input } : {}) });
     this.port.clientsChanged();
     this.startReplay(sub, from);
     const headers = new Headers();
@@ -170,7 +176,8 @@ export class ClientHub {
     if (typeof message !== "string") {
       const frame = decodeFrame(new Uint8Array(message));
       if (frame.op === "input") return this.port.onInput(sub, frame.data);
-      const reason = frame.op === "invalid" ? frame.reason : "clients may only send input frames (0x02)";
+      if (frame.op === "numberedInput") return this.port.onNumberedInput(sub, frame.offset, frame.data);
+      const reason = frame.op === "invalid" ? frame.reason : "clients may only send input frames (0x02, 0x07)";
       return sub.control({ type: "error", code: "INVALID_REQUEST", message: reason });
     }
     const parsed = parseMessage(ClientMessage, message);
@@ -225,6 +232,13 @@ export class ClientHub {
    */
   broadcast(message: ServerMessage): void {
     for (const sub of this.subscribers()) if (!sub.closed) sub.control(message);
+  }
+
+  /** A message for every open socket of one writer (its input's acknowledgements). */
+  tellWriter(key: string, message: ServerMessage): void {
+    for (const sub of this.subscribers()) {
+      if (sub instanceof SocketSubscriber && !sub.closed && sub.writer?.key === key) sub.control(message);
+    }
   }
 
   /** An error for every client that may write (input they sent was dropped). */
@@ -413,6 +427,7 @@ export class ClientHub {
         att?.compress ?? false,
       );
       sub.closed = att?.cut ?? false;
+      sub.writer = att?.writer;
       // A socket whose close is under way (its close handler is running) is not restored.
       if (ws.readyState !== WebSocket.OPEN) {
         sub.closed = true;

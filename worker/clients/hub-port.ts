@@ -47,6 +47,10 @@ export interface HubPort {
   keyForLog(): string | null;
   /** Input from a client (raw frame or 0x02), to be checked against its role and sent on. */
   onInput(sub: SocketSubscriber, bytes: Uint8Array): void;
+  /** A writer's numbered input (0x07) at `offset` of its own input. */
+  onNumberedInput(sub: SocketSubscriber, offset: number, bytes: Uint8Array): void;
+  /** What the edge knows of a writer's acknowledged input (null: nothing now), for its `hello`. */
+  writerAcked(key: string): number | null;
   onResize(sub: SocketSubscriber, cols: number, rows: number): void;
   onSignal(sub: SocketSubscriber, signal: SignalName): void;
   /** `{"type":"eof"}`: close the process's stdin (a terminal gets Ctrl+D). */

@@ -58,6 +58,18 @@ export interface ClientAttachment {
   onLag?: OnLag;
   /** Output goes to it compressed once per chunk (0x06, `compress=deflate`); absent = plain. */
   compress?: boolean;
+  /** The writer it numbers its input as (`connect?writer=`); absent: its input is not numbered. */
+  writer?: WriterName;
+}
+
+/**
+ * A client's writer: the id it chose (`connect?writer=`, kept across its reconnects) and the key
+ * the runner counts its input by, the id scoped to the credential it came with, so that no other
+ * credential can speak, or stop speaking, for it (docs/security.md).
+ */
+export interface WriterName {
+  id: string;
+  key: string;
 }
 
 export interface TermSize {
@@ -77,6 +89,8 @@ export class SocketSubscriber implements Subscriber {
   lastHeard = Date.now();
   /** Raw mode: bytes sent since the client's last frame. */
   private sentSinceHeard = 0;
+  /** The writer its numbered input (0x07) counts as; kept across hibernation. */
+  writer: WriterName | undefined;
 
   constructor(
     readonly ws: WebSocket,
@@ -204,6 +218,7 @@ export class SocketSubscriber implements Subscriber {
         size: this.size,
         onLag: this.onLag,
         compress: this.compress,
+        writer: this.writer,
       } satisfies ClientAttachment);
     } catch {
       // the socket is gone: nothing to keep

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { SESSION_STATUSES } from "../../shared/session.js";
 import { EXPECT_TIMEOUT_SEC, RUN_TIMEOUT_SEC } from "../../shared/agent.js";
-import { LIMITS_ASKED, MAX_COMMAND_TEXT, SessionNetworkSchema, SignalSchema } from "../../shared/protocol.js";
+import { LIMITS_ASKED, MAX_COMMAND_TEXT, SessionNetworkSchema, SignalSchema, WRITER_ID_PATTERN } from "../../shared/protocol.js";
 
 export const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -133,6 +133,11 @@ export const ConnectQuery = z.object({
    * permessage-deflate (docs/protocol.md §5, "Compressed output"); ignored in raw mode.
    */
   compress: z.enum(["deflate", "none"]).optional(),
+  /**
+   * The client's writer id: its input comes numbered (0x07) and is written once, in order, across
+   * its reconnects (docs/protocol.md §5, "Input exactly once"); ignored in raw mode and for viewers.
+   */
+  writer: z.string().regex(WRITER_ID_PATTERN, "writer is 8 to 64 of A-Z, a-z, 0-9, _ and -").optional(),
 });
 
 const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of bytes").transform(Number);

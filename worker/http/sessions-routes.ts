@@ -343,7 +343,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
-  const { from, onLag, compress } = c.req.valid("query");
+  const { from, onLag, compress, writer } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
   const role = attachRole(c.get("principal"));
   const { stub } = await session(c, c.req.param("id"), null);
@@ -353,8 +353,17 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   headers.delete("x-ptyb-from");
   headers.delete("x-ptyb-onlag");
   headers.delete("x-ptyb-compress");
+  headers.delete("x-ptyb-writer");
+  headers.delete("x-ptyb-actor");
   if (from !== undefined) headers.set("x-ptyb-from", from);
   if (onLag !== undefined) headers.set("x-ptyb-onlag", onLag);
+  // A writer's input is counted under the key behind its credential (the key itself, or the one
+  // that minted its token: a page mints one per socket), so another key's socket cannot speak for it.
+  if (writer !== undefined && !raw && role !== "viewer") {
+    const principal = c.get("principal");
+    headers.set("x-ptyb-writer", writer);
+    headers.set("x-ptyb-actor", principal.keyId ?? actorOf(principal).id ?? "token");
+  }
   if (compress === "deflate" && !raw) {
     // Output comes compressed once per chunk (0x06): the object sees no offer of
     // permessage-deflate, and the answer declines it (withoutSocketCompression).

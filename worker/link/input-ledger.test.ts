@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { HELD_MAX_BYTES, InputLedger, RESEND_KEEP_BYTES } from "./input-ledger.js";
+import { HELD_MAX_BYTES, type InputPiece, InputLedger, RESEND_KEEP_BYTES } from "./input-ledger.js";
 
-const bytes = (text: string) => new TextEncoder().encode(text);
-const text = (pieces: Uint8Array[]) => new TextDecoder().decode(Buffer.concat(pieces));
+const bytes = (text: string): InputPiece => ({ bytes: new TextEncoder().encode(text) });
+const text = (pieces: InputPiece[]) => new TextDecoder().decode(Buffer.concat(pieces.map((piece) => piece.bytes)));
 
 /** A ledger whose first link's runner has taken `taken` bytes. */
 function linked(taken = 0): InputLedger {
@@ -58,14 +58,14 @@ describe("InputLedger", () => {
 
   it("says how much is lost when more is missing than it keeps, and sends none of it (that would skip bytes)", () => {
     const ledger = linked();
-    const piece = new Uint8Array(64 << 10).fill(97);
-    const pieces = Math.ceil((2 * RESEND_KEEP_BYTES) / piece.byteLength);
+    const piece = { bytes: new Uint8Array(64 << 10).fill(97) };
+    const pieces = Math.ceil((2 * RESEND_KEEP_BYTES) / piece.bytes.byteLength);
     for (let i = 0; i < pieces; i++) ledger.input(piece);
     ledger.linkOpened();
     const answer = ledger.runnerTook(0);
     expect(answer.resend).toEqual([]);
     expect(answer.lost).toBeGreaterThan(0);
-    expect(answer.lost).toBeLessThanOrEqual(pieces * piece.byteLength - RESEND_KEEP_BYTES);
+    expect(answer.lost).toBeLessThanOrEqual(pieces * piece.bytes.byteLength - RESEND_KEEP_BYTES);
     // Counting goes on from the runner's count.
     ledger.input(bytes("q"));
     ledger.linkOpened();
@@ -75,14 +75,14 @@ describe("InputLedger", () => {
   it("holds at most HELD_MAX_BYTES (plus one write) before it says full", () => {
     const ledger = linked();
     ledger.linkOpened();
-    const piece = new Uint8Array(16 << 10);
+    const piece = { bytes: new Uint8Array(16 << 10) };
     let held = 0;
     while (!ledger.full) {
       expect(ledger.input(piece)).toBe("held");
-      held += piece.byteLength;
+      held += piece.bytes.byteLength;
     }
     expect(held).toBe(HELD_MAX_BYTES);
-    expect(ledger.runnerTook(0).held).toHaveLength(held / piece.byteLength);
+    expect(ledger.runnerTook(0).held).toHaveLength(held / piece.bytes.byteLength);
     expect(ledger.full).toBe(false);
   });
 
@@ -94,5 +94,15 @@ describe("InputLedger", () => {
     ledger.input(bytes("b"));
     ledger.linkOpened();
     expect(ledger.runnerTook(undefined).resend).toEqual([]);
+  });
+
+  it("sends a writer's piece again from where the runner stopped, its offset moved with it", () => {
+    const ledger = linked();
+    ledger.input({ bytes: new TextEncoder().encode("abcd"), writer: { key: "k|w", offset: 100 } });
+    ledger.linkOpened();
+    // The runner took "ab" of it: the rest goes again as the writer's bytes from 102.
+    const [again] = ledger.runnerTook(2).resend;
+    expect(new TextDecoder().decode(again?.bytes)).toBe("cd");
+    expect(again?.writer).toEqual({ key: "k|w", offset: 102 });
   });
 });

@@ -15,11 +15,20 @@ export const RESEND_KEEP_BYTES = 256 << 10;
 export const HELD_MAX_BYTES = 256 << 10;
 
 /**
+ * One frame's input: plain bytes (REST, raw clients, unnumbered frames) or a writer's numbered
+ * bytes from `offset` in its own input, which the runner writes once (docs/protocol.md §7).
+ */
+export interface InputPiece {
+  bytes: Uint8Array;
+  writer?: { key: string; offset: number };
+}
+
+/**
  * What a runner's count means: `resend` (in order) is what it lacks; or, when more is missing
  * than is kept, `lost` bytes are gone and nothing is sent again (that would skip them).
  */
 export interface Taken {
-  resend: Uint8Array[];
+  resend: InputPiece[];
   lost: number;
 }
 
@@ -27,11 +36,11 @@ export class InputLedger {
   /** Input bytes sent on host links since the count was last known; null: not known (woken, or never linked). */
   private sent: number | null = null;
   /** The last bytes sent, in order, ending at `sent`. */
-  private kept: Uint8Array[] = [];
+  private kept: InputPiece[] = [];
   private keptBytes = 0;
   /** A new link is open and the runner has not said yet what it took: input waits in `held`. */
   private awaiting = false;
-  private held: Uint8Array[] = [];
+  private held: InputPiece[] = [];
   private heldBytes = 0;
 
   /** A new host link opened: input waits for the runner's count, which follows its `resume`. */
@@ -40,14 +49,14 @@ export class InputLedger {
   }
 
   /** Input for the process, a frame-sized piece: returned when it goes now, "held" while it waits for the runner's count. */
-  input(bytes: Uint8Array): Uint8Array | "held" {
+  input(piece: InputPiece): InputPiece | "held" {
     if (this.awaiting) {
-      this.held.push(bytes);
-      this.heldBytes += bytes.byteLength;
+      this.held.push(piece);
+      this.heldBytes += piece.bytes.byteLength;
       return "held";
     }
-    this.keep(bytes);
-    return bytes;
+    this.keep(piece);
+    return piece;
   }
 
   /**
@@ -55,7 +64,7 @@ export class InputLedger {
    * count). Returns what to send again, then what was held, in that order; from here input goes
    * straight out.
    */
-  runnerTook(taken: number | undefined): Taken & { held: Uint8Array[] } {
+  runnerTook(taken: number | undefined): Taken & { held: InputPiece[] } {
     const answer = taken === undefined ? { resend: [], lost: 0 } : this.reconcile(taken);
     const held = this.held;
     this.awaiting = false;
@@ -88,27 +97,33 @@ export class InputLedger {
       return { resend: [], lost };
     }
     // The last `missing` bytes of what is kept, in order; they stay kept (this link may die too).
-    const resend: Uint8Array[] = [];
+    const resend: InputPiece[] = [];
     let skip = this.keptBytes - missing;
     for (const piece of this.kept) {
-      if (skip >= piece.byteLength) {
-        skip -= piece.byteLength;
+      if (skip >= piece.bytes.byteLength) {
+        skip -= piece.bytes.byteLength;
         continue;
       }
-      resend.push(skip > 0 ? piece.subarray(skip) : piece);
+      resend.push(skip > 0 ? tail(piece, skip) : piece);
       skip = 0;
     }
     return { resend, lost: 0 };
   }
 
-  private keep(bytes: Uint8Array): void {
+  private keep(piece: InputPiece): void {
     if (this.sent === null) return; // not counting: a runner count will set it
-    this.sent += bytes.byteLength;
-    this.kept.push(bytes);
-    this.keptBytes += bytes.byteLength;
-    while (this.keptBytes - (this.kept[0]?.byteLength ?? 0) >= RESEND_KEEP_BYTES) {
+    this.sent += piece.bytes.byteLength;
+    this.kept.push(piece);
+    this.keptBytes += piece.bytes.byteLength;
+    while (this.keptBytes - (this.kept[0]?.bytes.byteLength ?? 0) >= RESEND_KEEP_BYTES) {
       const dropped = this.kept.shift();
-      if (dropped) this.keptBytes -= dropped.byteLength;
+      if (dropped) this.keptBytes -= dropped.bytes.byteLength;
     }
   }
+}
+
+/** A piece without its first `skip` bytes (a writer's piece then starts `skip` further on). */
+function tail(piece: InputPiece, skip: number): InputPiece {
+  const bytes = piece.bytes.subarray(skip);
+  return piece.writer ? { bytes, writer: { key: piece.writer.key, offset: piece.writer.offset + skip } } : { bytes };
 }

@@ -14,10 +14,11 @@ import {
   RunnerLinkMessage,
   decodeFrame,
   encodeInput,
+  encodeWriterInput,
   parseMessage,
 } from "../../shared/protocol.js";
 import { runnerFromHeaders, secretsEqual } from "../auth/auth.js";
-import { InputLedger } from "./input-ledger.js";
+import { type InputPiece, InputLedger } from "./input-ledger.js";
 import type { LinkCalls } from "./link-calls.js";
 import type { LogReads } from "./log-reads.js";
 import { closeQuietly, sendQuietly } from "../io/sockets.js";
@@ -152,14 +153,16 @@ export class RunnerLinks {
    * Input for the process (at most MAX_INPUT_BYTES), on the host link; kept so that a link that
    * dies with it can be made whole, and held while a new link waits for the runner's count.
    */
-  sendInput(bytes: Uint8Array): void {
-    const now = this.input.input(bytes);
-    if (now !== "held") this.sendBytes(encodeInput(now));
+  sendInput(piece: InputPiece): void {
+    const now = this.input.input(piece);
+    if (now !== "held") this.sendPiece(now);
   }
 
-  private sendBytes(frame: Uint8Array): void {
+  /** A 0x02 frame, or a writer's numbered 0x08 frame (docs/protocol.md §7, "Input exactly once"). */
+  private sendPiece(piece: InputPiece): void {
     const link = this.host();
-    if (link) sendQuietly(link, frame);
+    if (!link) return;
+    sendQuietly(link, piece.writer ? encodeWriterInput(piece.writer.key, piece.writer.offset, piece.bytes) : encodeInput(piece.bytes));
   }
 
   /**
@@ -168,8 +171,8 @@ export class RunnerLinks {
    */
   private runnerTook(taken: number | undefined, eof: boolean | undefined): void {
     const { resend, lost, held } = this.input.runnerTook(taken);
-    for (const piece of [...resend, ...held]) this.sendBytes(encodeInput(piece));
-    const resent = resend.reduce((sum, piece) => sum + piece.byteLength, 0);
+    for (const piece of [...resend, ...held]) this.sendPiece(piece);
+    const resent = resend.reduce((sum, piece) => sum + piece.bytes.byteLength, 0);
     if (resent > 0 || lost > 0) log.warn("link.input", { key: this.port.keyForLog(), outcome: lost > 0 ? "lost" : "resent", resent, lost });
     // Once: an eof that waited behind held input, or one a dead link lost (pipes).
     if (this.eofHeld || (eof === false && this.port.stdinClosed())) this.send({ type: "eof" });
@@ -254,6 +257,8 @@ export class RunnerLinks {
         if (msg.full === this.inputFull) return;
         this.inputFull = msg.full;
         return log.info("session.input", { key: this.port.keyForLog(), outcome: msg.full ? "full" : "drained" });
+      case "input_ack":
+        return this.port.inputAcked(msg.acks);
       default:
         return this.port.hostSaid(msg);
     }
@@ -340,9 +345,13 @@ export interface LinkPort {
   hostSaid(
     message: Exclude<
       RunnerLinkMessage,
-      { type: "read_gap" | "read_end" | "log_reset" | "ping" | "input_state" | "screen_result" | "run_result" | "call_failed" }
+      {
+        type: "read_gap" | "read_end" | "log_reset" | "ping" | "input_state" | "input_ack" | "screen_result" | "run_result" | "call_failed";
+      }
     >,
   ): Promise<void> | void;
+  /** The runner wrote writers' numbered input up to these offsets (session-input.ts tells them). */
+  inputAcked(acks: { writer: string; offset: number; resend?: true | undefined }[]): void;
   /** The output log may have lost data: drop copies of it. */
   logMaybeLost(): void;
   /** The edge's offset has become exact (a host link resent what it lacked after a restart). */

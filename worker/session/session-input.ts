@@ -5,11 +5,12 @@
 // its session through the port.
 import { type Failure, fail } from "../../shared/errors.js";
 import { log } from "../../shared/log.js";
-import type { EdgeLinkMessage } from "../../shared/protocol.js";
+import type { EdgeLinkMessage, ServerMessage } from "../../shared/protocol.js";
 import { type SessionStatus, type SignalName, isTerminal } from "../../shared/session.js";
 import type { IdempotencyKeys } from "../agent/idempotency.js";
 import type { SizePolicy } from "./size-policy.js";
 import type { SocketSubscriber, TermSize } from "../clients/subscribers.js";
+import type { InputPiece } from "../link/input-ledger.js";
 import type { InputAnswer } from "../rpc.js";
 
 /**
@@ -19,7 +20,17 @@ import type { InputAnswer } from "../rpc.js";
  */
 export const MAX_RAW_INPUT_FRAME_BYTES = 1 << 20;
 
+/** Writers whose acknowledged offset the edge remembers for their `hello`; the runner keeps the truth. */
+const MAX_WRITERS_KNOWN = 1024;
+
 export class SessionInput {
+  /**
+   * Each writer's acknowledged offset as the runner last said it: for a reconnecting writer's
+   * `hello`, and to drop a resend of what is written already. In memory only (gone when the
+   * object sleeps or restarts): the runner's count decides what is written (docs/protocol.md §5).
+   */
+  private readonly writersAcked = new Map<string, number>();
+
   constructor(
     private readonly port: InputPort,
     private readonly sizes: SizePolicy,
@@ -40,7 +51,7 @@ export class SessionInput {
     const refused = this.refuseUnlessRunning() ?? this.refuseStdinClosed() ?? this.refuseWhileFull();
     if (refused) return refused;
     const answer: InputAnswer = { bytes: bytes.byteLength, offset: this.port.offset() };
-    this.write(bytes);
+    this.write({ bytes });
     if (eof) this.eof();
     this.port.noteActivity(now);
     if (idempotency) this.idempotency.remember(idempotency.key, idempotency.bodyHash, answer, now);
@@ -69,6 +80,50 @@ export class SessionInput {
    * most MAX_INPUT_BYTES, up to MAX_RAW_INPUT_FRAME_BYTES; beyond, the socket is closed with 1009.
    */
   fromClient(sub: SocketSubscriber, bytes: Uint8Array): void {
+    this.clientInput(sub, { bytes });
+  }
+
+  /**
+   * A writer's numbered input (0x07): its bytes from `offset` of its own input. Refused, it is
+   * answered `input_refused` and stays the client's to send again; taken, it goes to the runner
+   * with the writer's key, which writes each byte once and acknowledges it (docs/protocol.md §5,
+   * "Input exactly once"). What the runner has acknowledged already is dropped here.
+   */
+  fromWriter(sub: SocketSubscriber, offset: number, bytes: Uint8Array): void {
+    const writer = sub.writer;
+    if (!writer) {
+      const message = "numbered input (0x07) needs a writer: connect with ?writer=";
+      return sub.control({ type: "input_refused", offset, code: sub.readOnly ? "FORBIDDEN" : "INVALID_REQUEST", message });
+    }
+    const acked = this.writersAcked.get(writer.key);
+    const end = offset + bytes.byteLength;
+    if (acked !== undefined && end <= acked) return sub.control({ type: "input_ack", offset: acked });
+    const skip = acked !== undefined && offset < acked ? acked - offset : 0;
+    this.clientInput(sub, { bytes: bytes.subarray(skip), writer: { key: writer.key, offset: offset + skip } });
+  }
+
+  /** The runner wrote writers' input (runner/flow/writer-input.ts): each writer's sockets hear it. */
+  acked(acks: { writer: string; offset: number; resend?: true | undefined }[]): void {
+    for (const { writer, offset, resend } of acks) {
+      const known = this.writersAcked.get(writer);
+      this.writersAcked.delete(writer); // re-inserted last: the most recently heard of
+      this.writersAcked.set(writer, Math.max(known ?? 0, offset));
+      this.port.tellWriter(writer, { type: "input_ack", offset, ...(resend ? { resend } : {}) });
+    }
+    while (this.writersAcked.size > MAX_WRITERS_KNOWN) {
+      const oldest = this.writersAcked.keys().next().value;
+      if (oldest === undefined) break;
+      this.writersAcked.delete(oldest);
+    }
+  }
+
+  /** A writer's acknowledged offset as far as the edge knows now (null: not known here). */
+  writerAcked(key: string): number | null {
+    return this.writersAcked.get(key) ?? null;
+  }
+
+  private clientInput(sub: SocketSubscriber, piece: InputPiece): void {
+    const { bytes } = piece;
     const max = this.port.maxInputBytes();
     if (sub.kind === "raw" && bytes.byteLength > MAX_RAW_INPUT_FRAME_BYTES) {
       log.warn("client.input", { key: this.port.keyForLog(), outcome: "raw_frame_too_large", bytes: bytes.byteLength });
@@ -82,6 +137,10 @@ export class SessionInput {
     if (refused && sub.kind === "raw" && refused.failure.code === "QUOTA_EXCEEDED") {
       return sub.close(1013, "input refused: the process is not reading its input");
     }
+    if (refused && piece.writer) {
+      const { code, message } = refused.failure;
+      return sub.control({ type: "input_refused", offset: piece.writer.offset, code, message });
+    }
     if (refused) return sub.control({ type: "error", ...refused.failure });
     // The size follows whoever typed last: this client's window, if it differs, applies first.
     const wanted = this.sizes.typed(sub);
@@ -89,7 +148,7 @@ export class SessionInput {
     if (wanted && size && this.port.isTty() && (wanted.cols !== size.cols || wanted.rows !== size.rows)) {
       this.port.applyResize(wanted.cols, wanted.rows);
     }
-    this.write(bytes);
+    this.write(piece);
     this.port.noteActivity(Date.now());
   }
 
@@ -150,10 +209,13 @@ export class SessionInput {
     return fail("CONFLICT", "stdin is closed: eof was sent");
   }
 
-  /** Input frames of at most MAX_INPUT_BYTES each, in order on the host link. */
-  private write(bytes: Uint8Array): void {
+  /** Input frames of at most MAX_INPUT_BYTES each, in order on the host link (a writer's with their offsets). */
+  private write({ bytes, writer }: InputPiece): void {
     const max = this.port.maxInputBytes();
-    for (let at = 0; at < bytes.byteLength; at += max) this.port.sendInput(bytes.slice(at, at + max));
+    for (let at = 0; at < bytes.byteLength; at += max) {
+      const piece = bytes.slice(at, at + max);
+      this.port.sendInput(writer ? { bytes: piece, writer: { key: writer.key, offset: writer.offset + at } } : { bytes: piece });
+    }
   }
 
   /** Closes the process's stdin after the input sent before it (a terminal gets Ctrl+D instead). */
@@ -179,7 +241,9 @@ export interface InputPort {
   /** The runner said the process is not taking its input. */
   inputRefused(): boolean;
   /** Input on the host link (runner-links.ts keeps it until the runner has it). */
-  sendInput(bytes: Uint8Array): void;
+  sendInput(piece: InputPiece): void;
+  /** A message for every open socket of one writer. */
+  tellWriter(key: string, message: ServerMessage): void;
   /** The end of stdin, after the input sent before it (runner-links.ts). */
   sendEof(): void;
   send(message: EdgeLinkMessage): void;

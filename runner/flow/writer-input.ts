@@ -1,0 +1,122 @@
+// Numbered input, written to the process exactly once (docs/protocol.md §7, "Input exactly once").
+// Each writer (a client, one id across its reconnects) numbers its input by byte offset; the edge
+// passes its frames on with the writer's key. Here, where the process is, each writer's count of
+// bytes taken decides: a frame already taken (a resend) is dropped, the new part of one that
+// overlaps is written, one past a hole (a frame before it was refused on the way) is dropped and
+// the writer is asked to resend from its count. A writer's bytes are acknowledged once the
+// terminal has taken them from the write queue (written to the PTY, or the pipe), never before.
+
+export interface WriterAck {
+  writer: string;
+  offset: number;
+  /** The writer should send again from `offset`: a frame past a hole was dropped. */
+  resend?: true;
+}
+
+/** Writers remembered per session; the one heard from longest ago goes first. */
+export const MAX_WRITERS = 1024;
+/** How often the write queue is looked at while acknowledged bytes wait in it. */
+const POLL_MS = 5;
+
+interface Writer {
+  /** Bytes of its input written to the process (or queued for it). */
+  taken: number;
+  /** Bytes of its input the terminal has taken from the write queue, told to the edge. */
+  acked: number;
+  /** Where it was last asked to resend from: asked once per hole, not once per frame past it. */
+  asked?: number;
+}
+
+/** What of a writer's frame to write. */
+export type Take =
+  | { write: Uint8Array; end: number }
+  | { write: null; why: "resend" | "hole" };
+
+export class WriterInputs {
+  private readonly writers = new Map<string, Writer>();
+  /** Bytes handed to the process's write queue so far, by any path (clients, REST, `run`). */
+  private written = 0;
+  /** Writers' ends, in the order written: `at` is `written` once the write was queued. */
+  private waiting: { at: number; writer: string; end: number }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    /** Bytes queued for the process that it has not taken yet (node-pty's write queue). */
+    private readonly pending: () => number,
+    /** Acknowledgements for the edge, several writers in one message. */
+    private readonly send: (acks: WriterAck[]) => void,
+  ) {}
+
+  /** What of `data` (the writer's bytes from `offset`) is new. Nothing changes until `wrote`. */
+  take(writer: string, offset: number, data: Uint8Array): Take {
+    const known = this.writers.get(writer);
+    // A writer not known here (the first frame, or forgotten past MAX_WRITERS) starts at its offset.
+    const taken = known?.taken ?? offset;
+    const end = offset + data.byteLength;
+    if (end <= taken && known) {
+      // A resend of what was taken: acknowledged again once it is (now, if it is already).
+      if (known.acked === known.taken) this.send([{ writer, offset: known.acked }]);
+      return { write: null, why: "resend" };
+    }
+    if (offset > taken && known) {
+      if (known.asked !== known.taken) this.send([{ writer, offset: known.taken, resend: true }]);
+      known.asked = known.taken;
+      return { write: null, why: "hole" };
+    }
+    return { write: data.subarray(taken - offset), end };
+  }
+
+  /** `bytes` went to the process's write queue; for a writer's frame, its end (from `take`). */
+  wrote(bytes: number, writer?: { key: string; end: number }): void {
+    this.written += bytes;
+    if (!writer) return;
+    const known = this.writers.get(writer.key);
+    this.writers.delete(writer.key); // re-inserted last: the most recently heard from
+    this.writers.set(writer.key, { taken: writer.end, acked: known?.acked ?? writer.end - bytes });
+    // asked is dropped: the hole is filled, and the next one is asked about again
+    while (this.writers.size > MAX_WRITERS) {
+      const oldest = this.writers.keys().next().value;
+      if (oldest === undefined) break;
+      this.writers.delete(oldest);
+    }
+    this.waiting.push({ at: this.written, writer: writer.key, end: writer.end });
+    this.check();
+  }
+
+  /** A writer's frame was not written (the process's input bound): it stays untaken, to be resent. */
+  refused(writer: string, offset: number): void {
+    const known = this.writers.get(writer);
+    const from = known?.taken ?? offset;
+    if (known?.asked === from) return;
+    if (known) known.asked = from;
+    this.send([{ writer, offset: from, resend: true }]);
+  }
+
+  /** A new link: each writer's count, so the edge knows it again (bounded by MAX_WRITERS). */
+  all(): WriterAck[] {
+    return [...this.writers].map(([writer, { acked }]) => ({ writer, offset: acked }));
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.waiting = [];
+  }
+
+  /** Acknowledges what the terminal has taken; looks again shortly while some still waits. */
+  private check(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const through = this.written - this.pending();
+    const acks = new Map<string, number>();
+    while (this.waiting.length > 0 && this.waiting[0].at <= through) {
+      const done = this.waiting.shift();
+      if (!done) break;
+      const writer = this.writers.get(done.writer);
+      if (writer) writer.acked = Math.max(writer.acked, done.end);
+      acks.set(done.writer, Math.max(acks.get(done.writer) ?? 0, done.end));
+    }
+    if (acks.size > 0) this.send([...acks].map(([writer, offset]) => ({ writer, offset })));
+    if (this.waiting.length > 0) this.timer = setTimeout(() => this.check(), POLL_MS);
+  }
+}
