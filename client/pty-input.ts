@@ -114,8 +114,18 @@ export class InputQueue {
     this.flush();
   }
 
-  /** The process has every byte below `offset`; `resend`: the runner asks for what follows again. */
+  /**
+   * The process has every byte below `offset`; or, with `resend`, the runner dropped a frame past
+   * a hole and asks for everything from `offset` (not an acknowledgement: it may not have
+   * written up to there yet).
+   */
   ack(offset: number, resend = false): void {
+    if (resend) {
+      if (offset > this.sentTo || offset < this.acked) return;
+      this.sentTo = offset;
+      this.flush();
+      return;
+    }
     if (offset > this.acked && offset <= this.end) {
       this.acked = offset;
       this.pieces = this.pieces.filter((piece) => piece.offset + piece.bytes.byteLength > offset);
@@ -126,10 +136,6 @@ export class InputQueue {
       this.delay = RESEND_MS;
       this.port.changed(this.pending);
       this.arm(true);
-    }
-    if (resend && offset <= this.sentTo) {
-      this.sentTo = Math.max(this.acked, offset);
-      this.flush();
     }
   }
 

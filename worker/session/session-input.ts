@@ -105,9 +105,12 @@ export class SessionInput {
   /** The runner wrote writers' input (runner/flow/writer-input.ts): each writer's sockets hear it. */
   acked(acks: { writer: string; offset: number; resend?: true | undefined }[]): void {
     for (const { writer, offset, resend } of acks) {
-      const known = this.writersAcked.get(writer);
-      this.writersAcked.delete(writer); // re-inserted last: the most recently heard of
-      this.writersAcked.set(writer, Math.max(known ?? 0, offset));
+      // A resend ask is no acknowledgement (the runner may not have written up to there yet).
+      if (!resend) {
+        const known = this.writersAcked.get(writer);
+        this.writersAcked.delete(writer); // re-inserted last: the most recently heard of
+        this.writersAcked.set(writer, Math.max(known ?? 0, offset));
+      }
       this.port.tellWriter(writer, { type: "input_ack", offset, ...(resend ? { resend } : {}) });
     }
     while (this.writersAcked.size > MAX_WRITERS_KNOWN) {

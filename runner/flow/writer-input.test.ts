@@ -1,0 +1,121 @@
+// The runner's count of each writer's numbered input (writer-input.ts), with the write queue
+// played by a number: pure bookkeeping beside the real stack's test/input-once.test.ts.
+import { afterEach, describe, expect, it } from "vitest";
+import { MAX_WRITERS, type Take, type WriterAck, WriterInputs } from "./writer-input.js";
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const text = (take: Take) => (take.write ? new TextDecoder().decode(take.write) : take.why);
+
+let disposeAll: (() => void)[] = [];
+afterEach(() => {
+  for (const dispose of disposeAll) dispose();
+  disposeAll = [];
+});
+
+/** WriterInputs whose write queue holds `queue.pending` bytes; acks are collected. */
+function writers() {
+  const queue = { pending: 0 };
+  const acks: WriterAck[][] = [];
+  const inputs = new WriterInputs(
+    () => queue.pending,
+    (sent) => acks.push(sent),
+  );
+  disposeAll.push(() => inputs.dispose());
+  /** Offers a frame and, when some of it is new, writes it (the queue takes it at once unless told). */
+  const offer = (writer: string, offset: number, data: string, queued = 0) => {
+    const take = inputs.take(writer, offset, bytes(data));
+    if (take.write) {
+      queue.pending += queued;
+      inputs.wrote(take.write.byteLength, { key: writer, end: take.end });
+    }
+    return take;
+  };
+  return { inputs, queue, acks, offer };
+}
+
+describe("WriterInputs", () => {
+  it("writes each byte once: a resend is dropped, an overlap writes only its new part", () => {
+    const { offer, acks } = writers();
+    expect(text(offer("w", 0, "abc"))).toBe("abc");
+    expect(text(offer("w", 0, "abc"))).toBe("resend");
+    expect(text(offer("w", 1, "bcdef"))).toBe("def");
+    expect(text(offer("w", 6, "g"))).toBe("g");
+    expect(acks.flat().filter((ack) => !ack.resend)).toEqual([
+      { writer: "w", offset: 3 },
+      { writer: "w", offset: 3 }, // the resend of what was written: acknowledged again
+      { writer: "w", offset: 6 },
+      { writer: "w", offset: 7 },
+    ]);
+  });
+
+  it("drops a frame past a hole and asks once, from its count, for the rest again", () => {
+    const { offer, acks } = writers();
+    offer("w", 0, "ab");
+    acks.length = 0;
+    expect(text(offer("w", 5, "fg"))).toBe("hole");
+    expect(text(offer("w", 7, "hi"))).toBe("hole");
+    expect(acks).toEqual([[{ writer: "w", offset: 2, resend: true }]]);
+    // The resend fills the hole, and the frames after it count again.
+    expect(text(offer("w", 2, "cdefg"))).toBe("cdefg");
+    expect(text(offer("w", 9, "j"))).toBe("hole");
+    expect(acks.at(-1)).toEqual([{ writer: "w", offset: 7, resend: true }]);
+  });
+
+  it("acknowledges only once the write queue has taken the bytes, in order per writer", async () => {
+    const { offer, queue, acks } = writers();
+    offer("a", 0, "1234", 4); // all four still queued
+    offer("b", 0, "xy", 2);
+    expect(acks).toEqual([]);
+    queue.pending = 2; // the terminal took a's four bytes, not b's two
+    await until(() => acks.length === 1);
+    expect(acks[0]).toEqual([{ writer: "a", offset: 4 }]);
+    queue.pending = 0;
+    await until(() => acks.length === 2);
+    expect(acks[1]).toEqual([{ writer: "b", offset: 2 }]);
+  });
+
+  it("counts other input in the queue too: a writer's bytes behind REST input wait for it", async () => {
+    const { inputs, offer, queue, acks } = writers();
+    queue.pending = 10;
+    inputs.wrote(10); // REST or `run` input, no writer
+    offer("w", 0, "ab", 2);
+    queue.pending = 3; // 9 of the 12 queued bytes taken: w's end (12) is not
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(acks).toEqual([]);
+    queue.pending = 0;
+    await until(() => acks.length === 1);
+    expect(acks[0]).toEqual([{ writer: "w", offset: 2 }]);
+  });
+
+  it("a writer it does not know starts at its offset (forgotten, or a runner that restarted)", () => {
+    const { offer } = writers();
+    expect(text(offer("new", 500, "xyz"))).toBe("xyz");
+    expect(text(offer("new", 500, "xyz"))).toBe("resend");
+  });
+
+  it("a frame the input bound refused stays the writer's: asked for again once, written when resent", () => {
+    const { inputs, offer, acks } = writers();
+    offer("w", 0, "ab");
+    acks.length = 0;
+    const take = inputs.take("w", 2, bytes("cd"));
+    expect(text(take)).toBe("cd");
+    inputs.refused("w", 2); // not written
+    inputs.refused("w", 2);
+    expect(acks).toEqual([[{ writer: "w", offset: 2, resend: true }]]);
+    expect(text(offer("w", 2, "cd"))).toBe("cd");
+  });
+
+  it("remembers at most MAX_WRITERS writers, forgetting the one heard from longest ago", () => {
+    const { inputs, offer } = writers();
+    for (let i = 0; i <= MAX_WRITERS; i++) offer(`w${i}`, 0, "a");
+    const known = inputs.all().map((ack) => ack.writer);
+    expect(known).toHaveLength(MAX_WRITERS);
+    expect(known).not.toContain("w0");
+    expect(known).toContain(`w${MAX_WRITERS}`);
+  });
+});
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
+  expect(check()).toBe(true);
+}
