@@ -13,6 +13,7 @@ const PAIRED_E2E = [
   "cors",
   "drain",
   "events",
+  "input-restart",
   "keys",
   "placement",
   "resilience",
