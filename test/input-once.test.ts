@@ -156,7 +156,7 @@ describe("SDK: input that cannot arrive is refused, never resolved", () => {
     await expect(pty.sendInput("x")).rejects.toMatchObject({ code: "SESSION_EXITED" });
   });
 
-  it("a viewer's numbered frame is refused (FORBIDDEN) and never reaches the process", async () => {
+  it("a viewer's numbered frame is refused (FORBIDDEN), and a writer id gives it none; nothing reaches the process", async () => {
     const session = await suite.session(BASH);
     const viewerToken = (await api.request<{ token: string }>("POST", `/v1/sessions/${session.id}/tokens`, { role: "viewer" })).body.token;
     const viewer = new WebSocket(`${url.replace(/^http/, "ws")}/v1/sessions/${session.id}/connect?writer=viewer-writer-id&token=${viewerToken}`);
@@ -168,8 +168,8 @@ describe("SDK: input that cannot arrive is refused, never resolved", () => {
     await new Promise((resolve) => viewer.once("open", resolve));
     const { encodeNumberedInput } = await import("../shared/protocol.js");
     viewer.send(encodeNumberedInput(0, Buffer.from("echo viewer-typed\n")));
-    const refused = await until(() => messages.find((m) => m.type === "input_refused"), 5_000, "the refusal");
-    expect(refused).toMatchObject({ offset: 0, code: "FORBIDDEN" });
+    const refused = await until(() => messages.find((m) => m.type === "error"), 5_000, "the refusal");
+    expect(refused).toMatchObject({ code: "FORBIDDEN" });
     // The hello names no writer: a viewer has none.
     expect(messages[0]).toMatchObject({ type: "hello" });
     expect(messages[0]).not.toHaveProperty("input");

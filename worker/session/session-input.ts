@@ -91,9 +91,12 @@ export class SessionInput {
    */
   fromWriter(sub: SocketSubscriber, offset: number, bytes: Uint8Array): void {
     const writer = sub.writer;
+    // Not a writer (a viewer has none): refused as any frame it may not send.
     if (!writer) {
-      const message = "numbered input (0x07) needs a writer: connect with ?writer=";
-      return sub.control({ type: "input_refused", offset, code: sub.readOnly ? "FORBIDDEN" : "INVALID_REQUEST", message });
+      const refused = sub.readOnly
+        ? fail("FORBIDDEN", "a viewer may not send input, resize, signal or eof")
+        : fail("INVALID_REQUEST", "numbered input (0x07) needs a writer: connect with ?writer=");
+      return sub.control({ type: "error", ...refused.failure });
     }
     const acked = this.writersAcked.get(writer.key);
     const end = offset + bytes.byteLength;
