@@ -180,6 +180,44 @@ describe("SDK: input that cannot arrive is refused, never resolved", () => {
     expect(owner.text).not.toContain("viewer-typed");
   });
 
+  it("another key's socket with the same writer id neither stops nor speaks for the writer", async () => {
+    // The impostor: a second key of the same tenant (it may type into the session; it may not
+    // make the writer's own bytes count as already written).
+    const minted = await api.request<{ key: string; keyId: string }>("POST", "/v1/keys", { name: "impostor" });
+    expect(minted.status).toBe(201);
+    cleanup.first(async () => void (await api.request("DELETE", `/v1/keys/${minted.body.keyId}`)));
+    const session = await suite.session(BASH);
+    const file = `impostor-${Date.now()}.txt`;
+    const writerId = "shared-writer-id";
+    const socket = async (key: string) => {
+      const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/sessions/${session.id}/connect?writer=${writerId}`, { headers: { authorization: `Bearer ${key}` } });
+      cleanup.first(() => ws.terminate());
+      const acks: number[] = [];
+      ws.on("message", (data, binary) => {
+        const message = binary ? undefined : (JSON.parse(String(data)) as { type: string; offset?: number });
+        if (message?.type === "input_ack" && message.offset !== undefined) acks.push(message.offset);
+      });
+      await new Promise((resolve) => ws.once("open", resolve));
+      return { ws, acks };
+    };
+    const { encodeNumberedInput } = await import("../shared/protocol.js");
+    const victim = await socket(TENANTS.acme);
+    const shell = cleanup.client(new TermClient(url, session.id, TENANTS.acme));
+    await shell.opened;
+    shell.send(`stty raw -echo; echo raw-$((1+1)); head -c 16 > ${file}; stty sane; echo wrote-$?\n`);
+    await shell.waitForOutput("raw-2");
+    const impostor = await socket(minted.body.key);
+    impostor.ws.send(encodeNumberedInput(0, Buffer.from("XXXX")));
+    impostor.ws.send(encodeNumberedInput(4, Buffer.from("YYYY")));
+    await until(() => impostor.acks.includes(8), 5_000, "the impostor's bytes written");
+    // Under one count, these would be dropped as bytes already written.
+    victim.ws.send(encodeNumberedInput(0, Buffer.from("abcd")));
+    victim.ws.send(encodeNumberedInput(4, Buffer.from("efgh")));
+    await until(() => victim.acks.includes(8), 5_000, "the writer's own bytes acknowledged");
+    await shell.waitForOutput("wrote-0");
+    expect((await fileBytes(api, file)).toString()).toBe("XXXXYYYYabcdefgh");
+  });
+
   it("two writers typing at once: each one's bytes arrive whole and in its own order", async () => {
     const session = await suite.session(BASH);
     const file = `two-writers-${Date.now()}.txt`;
