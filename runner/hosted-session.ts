@@ -259,6 +259,8 @@ export class HostedSession {
       signal: exit.signal,
       ...(this.endReason ? { reason: this.endReason } : {}),
     };
+    // Acknowledged input goes before the exit, so a writer hears its last keys arrived.
+    this.writers.settle();
     this.release();
     this.delivery.finish(JSON.stringify(message));
     void this.outputLog

@@ -92,6 +92,14 @@ export class WriterInputs {
     this.send([{ writer, offset: from, resend: true }]);
   }
 
+  /**
+   * The process exited: what the terminal took before it is acknowledged now, ahead of the exit
+   * report (a command that ends the shell was delivered; what it never took was not).
+   */
+  settle(): void {
+    this.check();
+  }
+
   /** A new link: each writer's count, so the edge knows it again (bounded by MAX_WRITERS). */
   all(): WriterAck[] {
     return [...this.writers].map(([writer, { acked }]) => ({ writer, offset: acked }));
