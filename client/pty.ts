@@ -158,7 +158,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
    * needs the output offset its input landed at (an `expect`'s `from`) uses `input`.
    */
   sendInput(data: string | Uint8Array): Promise<void> {
-    this.assertWritable();
+    if (this.readOnly) return Promise.reject(this.viewerRefusal());
     return this.typed.push(typeof data === "string" ? new TextEncoder().encode(data) : data);
   }
 
@@ -181,7 +181,8 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
    */
   async closeStdin(): Promise<void> {
     this.assertWritable();
-    await this.typed.delivered();
+    // Closed, the terminal keeps nothing typed: the eof goes by REST on its own.
+    if (this.state !== "closed") await this.typed.delivered();
     if (this.isOpen()) this.socket.send(JSON.stringify({ type: "eof" }));
     else await this.transport.rest("POST", this.path("input"), { data: "", eof: true });
   }
@@ -488,7 +489,11 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   }
 
   private assertWritable(): void {
-    if (this.readOnly) throw new PtyBrokerError("FORBIDDEN", "a viewer token may not send input, eof, resize or signal");
+    if (this.readOnly) throw this.viewerRefusal();
+  }
+
+  private viewerRefusal(): PtyBrokerError {
+    return new PtyBrokerError("FORBIDDEN", "a viewer token may not send input, eof, resize or signal");
   }
 
   private path(action: string): string {
