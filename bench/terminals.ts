@@ -1,9 +1,10 @@
 // The two terminals every benchmark drives the same way: a session through the whole stack
 // (framed WebSocket: client → edge → runner → PTY and back) and node-pty in this process, the
 // baseline. Both count bytes and look for a marker without keeping the output.
+import { randomUUID } from "node:crypto";
 import { inflateRaw } from "node:zlib";
 import WebSocket from "ws";
-import { checkInflated, decodeFrame, encodeInput } from "../shared/protocol.js";
+import { checkInflated, decodeFrame, encodeInput, encodeNumberedInput } from "../shared/protocol.js";
 import { spawnPty } from "../runner/process/pty.js";
 import type { BenchStack } from "./stack.js";
 
@@ -33,6 +34,11 @@ export interface StackTermOptions {
   perMessageDeflate?: boolean;
   /** Ask for output compressed once per chunk (`compress=deflate`, 0x06 frames), as the SDK does. */
   deflate?: boolean;
+  /**
+   * Type as a writer, as the SDK does: `writer=` on connect, input as numbered 0x07 frames
+   * (docs/protocol.md §5, "Input exactly once"); otherwise plain 0x02 frames, as raw clients do.
+   */
+  numbered?: boolean;
 }
 
 /** A framed WebSocket client of `sessionId` that resumes by offset when cut (4008). */
@@ -133,10 +139,18 @@ export async function stackTerm(
     });
 
   const compress = options.deflate ? "&compress=deflate" : "";
-  await dial(`from=${from}${compress}`);
+  const writer = options.numbered ? `&writer=bench-${randomUUID()}` : "";
+  await dial(`from=${from}${compress}${writer}`);
+  /** The next numbered input byte's offset in this writer's input. */
+  let typed = 0;
   return {
     name: "ptybroker",
-    send: (input) => socket.send(encodeInput(typeof input === "string" ? Buffer.from(input) : input)),
+    send: (input) => {
+      const bytes = typeof input === "string" ? Buffer.from(input) : input;
+      if (!options.numbered) return socket.send(encodeInput(bytes));
+      socket.send(encodeNumberedInput(typed, bytes));
+      typed += bytes.byteLength;
+    },
     onData: (listener) => subscribe(listeners, listener),
     get cuts() {
       return cuts;
@@ -157,9 +171,12 @@ export async function stackTerm(
 }
 
 /** A session on the stack (of its `api`'s tenant) with one client attached live. */
-export async function stackSession(stack: Pick<BenchStack, "url" | "apiKey" | "api">): Promise<{ id: string; term: BenchTerm }> {
+export async function stackSession(
+  stack: Pick<BenchStack, "url" | "apiKey" | "api">,
+  options: StackTermOptions = {},
+): Promise<{ id: string; term: BenchTerm }> {
   const session = await stack.api.create(BASH);
-  return { id: session.id, term: await stackTerm(stack, session.id) };
+  return { id: session.id, term: await stackTerm(stack, session.id, "live", options) };
 }
 
 /**
