@@ -87,6 +87,19 @@ describe("WriterInputs", () => {
     expect(acks[0]).toEqual([{ writer: "w", offset: 2 }]);
   });
 
+  it("keeps at most two marks per writer however many writes wait: the oldest is acknowledged as soon as it is through", async () => {
+    const { offer, queue, acks } = writers();
+    offer("w", 0, "a", 1);
+    for (let i = 1; i < 10_000; i++) offer("w", i, "b", 1); // the queue takes nothing
+    expect(acks).toEqual([]);
+    queue.pending = 9_999; // the first byte is through: its mark, not the newest
+    await until(() => acks.length === 1);
+    expect(acks[0]).toEqual([{ writer: "w", offset: 1 }]);
+    queue.pending = 0;
+    await until(() => acks.length === 2);
+    expect(acks[1]).toEqual([{ writer: "w", offset: 10_000 }]);
+  });
+
   it("a writer it does not know starts at its offset (forgotten, or a runner that restarted)", () => {
     const { offer } = writers();
     expect(text(offer("new", 500, "xyz"))).toBe("xyz");

@@ -25,6 +25,12 @@ interface Writer {
   acked: number;
   /** Where it was last asked to resend from: asked once per hole, not once per frame past it. */
   asked?: number;
+  /**
+   * Its writes still in the queue, oldest first: acknowledged up to `end` once the queue has
+   * taken every byte below `at` (all input's count). At most two: a newer write extends the
+   * second, so the oldest is acknowledged as soon as it is through, however fast the writer types.
+   */
+  queued: { at: number; end: number }[];
 }
 
 /** What of a writer's frame to write. */
@@ -36,8 +42,6 @@ export class WriterInputs {
   private readonly writers = new Map<string, Writer>();
   /** Bytes handed to the process's write queue so far, by any path (clients, REST, `run`). */
   private written = 0;
-  /** Writers' ends, in the order written: `at` is `written` once the write was queued. */
-  private waiting: { at: number; writer: string; end: number }[] = [];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -71,15 +75,18 @@ export class WriterInputs {
     this.written += bytes;
     if (!writer) return;
     const known = this.writers.get(writer.key);
+    const queued = known?.queued ?? [];
+    const newest = { at: this.written, end: writer.end };
+    if (queued.length < 2) queued.push(newest);
+    else queued[1] = newest;
     this.writers.delete(writer.key); // re-inserted last: the most recently heard from
-    this.writers.set(writer.key, { taken: writer.end, acked: known?.acked ?? writer.end - bytes });
-    // asked is dropped: the hole is filled, and the next one is asked about again
+    // `asked` is dropped: the hole is filled, and the next one is asked about again.
+    this.writers.set(writer.key, { taken: writer.end, acked: known?.acked ?? writer.end - bytes, queued });
     while (this.writers.size > MAX_WRITERS) {
       const oldest = this.writers.keys().next().value;
       if (oldest === undefined) break;
       this.writers.delete(oldest);
     }
-    this.waiting.push({ at: this.written, writer: writer.key, end: writer.end });
     this.check();
   }
 
@@ -108,7 +115,7 @@ export class WriterInputs {
   dispose(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.waiting = [];
+    for (const writer of this.writers.values()) writer.queued = [];
   }
 
   /** Acknowledges what the terminal has taken; looks again shortly while some still waits. */
@@ -116,15 +123,18 @@ export class WriterInputs {
     clearTimeout(this.timer);
     this.timer = undefined;
     const through = this.written - this.pending();
-    const acks = new Map<string, number>();
-    while (this.waiting.length > 0 && this.waiting[0].at <= through) {
-      const done = this.waiting.shift();
-      if (!done) break;
-      const writer = this.writers.get(done.writer);
-      if (writer) writer.acked = Math.max(writer.acked, done.end);
-      acks.set(done.writer, Math.max(acks.get(done.writer) ?? 0, done.end));
+    const acks: WriterAck[] = [];
+    let waiting = false;
+    for (const [key, writer] of this.writers) {
+      const before = writer.acked;
+      while (writer.queued.length > 0 && writer.queued[0].at <= through) {
+        writer.acked = Math.max(writer.acked, writer.queued[0].end);
+        writer.queued.shift();
+      }
+      if (writer.acked > before) acks.push({ writer: key, offset: writer.acked });
+      waiting ||= writer.queued.length > 0;
     }
-    if (acks.size > 0) this.send([...acks].map(([writer, offset]) => ({ writer, offset })));
-    if (this.waiting.length > 0) this.timer = setTimeout(() => this.check(), POLL_MS);
+    if (acks.length > 0) this.send(acks);
+    if (waiting) this.timer = setTimeout(() => this.check(), POLL_MS);
   }
 }
