@@ -95,6 +95,27 @@ describe("Pty numbered input", () => {
     pty.close();
   });
 
+  it("sends nothing between a drop and the next hello: a key typed from the `open` listener follows the resend, in order", async () => {
+    const { pty, sockets } = await attached();
+    pty.sendInput("ab").catch(() => undefined); // rejected by the close at the end
+    sockets[0].json({ type: "input_ack", offset: 1 });
+    await until(() => pty.pendingInput === 1);
+    sockets[0].close(1006);
+    let typedOnOpen: Promise<void> | undefined;
+    pty.on("state", (state) => {
+      if (state === "open") typedOnOpen = pty.sendInput("c");
+    });
+    await until(() => sockets.length === 2);
+    sockets[1].open();
+    await until(() => typedOnOpen !== undefined && numbered(sockets[1]).length >= 2);
+    expect(numbered(sockets[1])).toEqual([
+      [1, "b"],
+      [2, "c"],
+    ]);
+    typedOnOpen?.catch(() => undefined);
+    pty.close();
+  });
+
   it("sends again from where the runner asks (a hole), and after a retryable refusal, by its timer", async () => {
     const { pty, sockets } = await attached();
     const typed = pty.sendInput("abcdef");

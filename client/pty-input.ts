@@ -48,6 +48,8 @@ export class InputQueue {
   private pieces: Piece[] = [];
   /** Sent on the current socket up to here. */
   private sentTo = 0;
+  /** A socket has said `hello` and not dropped since: only then is anything sent. */
+  private connected = false;
   private waiters: Waiter[] = [];
   private failure: PtyBrokerError | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
@@ -110,8 +112,18 @@ export class InputQueue {
   /** A socket opened (`hello`): `acked` is the edge's word, if it has one; the rest goes again. */
   opened(acked: number | null): void {
     if (acked !== null) this.ack(acked);
+    this.connected = true;
     this.sentTo = this.acked;
+    this.delay = RESEND_MS;
     this.flush();
+  }
+
+  /** The socket dropped: what is typed is kept, and nothing is sent (nor sent again) until the next `hello`. */
+  disconnected(): void {
+    this.connected = false;
+    this.sentTo = this.acked;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /**
@@ -166,6 +178,7 @@ export class InputQueue {
 
   /** Sends what the current socket has not had yet. */
   private flush(): void {
+    if (!this.connected) return;
     for (const piece of this.pieces) {
       const pieceEnd = piece.offset + piece.bytes.byteLength;
       if (pieceEnd <= this.sentTo) continue;
@@ -184,7 +197,7 @@ export class InputQueue {
     if (this.timer !== undefined && !restart) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.pending === 0 || this.failure) return;
+    if (this.pending === 0 || this.failure || !this.connected) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.delay = Math.min(this.delay * 2, RESEND_MAX_MS);

@@ -167,6 +167,11 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return this.typed.pending;
   }
 
+  /** The most bytes typed and not yet written that this terminal keeps (`inputQueueBytes`). */
+  get inputQueueBytes(): number {
+    return this.typed.maxBytes;
+  }
+
   /** The bytes typed and not yet written to the process, in order (to show them, as mosh does). */
   pendingInputBytes(): Uint8Array {
     return this.typed.pendingBytes();
@@ -441,6 +446,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   private async dropped(code: number, reason: string, opened: boolean): Promise<void> {
     this.releaseHeld(); // what came before the close, in order
     this.socket.forget();
+    this.typed.disconnected();
     if (this.state === "closed") return;
     if (this.exitInfo || code === CloseCode.SessionEnded) return this.finish();
     if (this.refused) return this.finish(this.refused);
