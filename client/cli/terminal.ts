@@ -2,11 +2,13 @@
 // Raw mode while attached; the remote size follows the local one; Ctrl+] detaches; the SDK
 // reconnects on its own and resumes by offset; the terminal is restored on every way out. The
 // local terminal's answers to queries in replayed output are not typed into the session
-// (replay-replies.ts).
+// (replay-replies.ts). Keys typed while the link is down are held by the SDK and sent once it is
+// back; the status line says how many (status-line.ts).
 import { spawnSync } from "node:child_process";
-import type { ExitInfo, Pty } from "../index.js";
+import type { ExitInfo, Pty, PtyBrokerError } from "../index.js";
 import { endNote } from "./exit-status.js";
 import { ReplayReplies } from "./replay-replies.js";
+import { StatusLine } from "./status-line.js";
 
 /** Ctrl+] — the same detach key as telnet and `docker attach`'s default family. */
 export const DETACH_BYTE = 0x1d;
@@ -78,10 +80,23 @@ export interface Terminal {
 export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
   const { stdin, stdout, stderr } = term;
   const raw = stdin.isTTY === true;
-  const note = (text: string) => stderr.write(`\r\n[ptybroker: ${text}]\r\n`);
-  /** Keystrokes typed while the link is down, sent in order once it is back. */
-  const pending: Buffer[] = [];
+  const status = new StatusLine(stderr, raw && stderr.isTTY === true);
+  const note = (text: string) => status.note(text);
   let offlineSince: number | undefined;
+  /** Drops so far: a reconnect's "typed input delivered" is said only if no drop came after it. */
+  let drops = 0;
+  /** Resolves once everything typed so far is written to the process: the last input the SDK took. */
+  let typedAll: Promise<void> = Promise.resolve();
+  /** A full queue was said; said again only after it had room. */
+  let queueFull = false;
+  let lastPending = 0;
+  /** Errors already said, by message (an `error` event, a refusal every later key repeats). */
+  const said = new Set<string>();
+  const held = () => {
+    const bytes = pty.pendingInput;
+    return bytes === 0 ? "" : ` ${bytes} byte${bytes === 1 ? "" : "s"} typed, held until the session has them`;
+  };
+  const offline = () => `connection lost; reconnecting…${held()}`;
   const alternate = new AlternateScreenTracker();
 
   return new Promise<AttachResult>((resolve) => {
@@ -98,6 +113,7 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
     const finish = (result: AttachResult) => {
       if (finished) return;
       finished = true;
+      status.stop();
       stdout.off("resize", onResize);
       for (const signal of LOCAL_SIGNALS) process.off(signal, onSignal);
       unsubscribe.forEach((off) => off());
@@ -115,11 +131,21 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
 
     const send = (bytes: Buffer) => {
       if (bytes.byteLength === 0) return;
-      if (pty.state !== "open") {
-        pending.push(bytes);
+      const before = pty.pendingInput;
+      const sent = pty.sendInput(bytes);
+      if (pty.pendingInput > before) typedAll = sent; // taken, not refused at once
+      sent.catch(notDelivered);
+    };
+    const notDelivered = (error: PtyBrokerError) => {
+      // The session's end, or the CLI's own, is said once by `finish`.
+      if (finished || error.code === "SESSION_EXITED" || error.code === "CLOSED" || said.has(error.message)) return;
+      if (error.code === "QUOTA_EXCEEDED") {
+        if (!queueFull) note(`input queue full: ${pty.pendingInput} bytes typed are held; what is typed beyond them is not delivered`);
+        queueFull = true;
         return;
       }
-      pty.sendInput(bytes).catch((error: Error) => note(`input not delivered: ${error.message}`));
+      said.add(error.message);
+      note(`input not delivered: ${error.message.replace(/^input not delivered: /, "")}`);
     };
     const onInput = (chunk: Buffer) => typed(replies ? replies.input(chunk) : chunk);
     const typed = (chunk: Buffer) => {
@@ -157,6 +183,7 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
 
     const unsubscribe = [
       pty.on("data", (bytes) => {
+        status.moved();
         alternate.feed(bytes);
         if (replaying) replies?.replayed(bytes);
         stdout.write(bytes);
@@ -170,6 +197,7 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
         // cleared screen, as tmux draws on attach. The repaint enters the alternate screen
         // itself when the remote is in it.
         alternate.feed(data);
+        status.moved();
         stdout.write(CLEAR_SCREEN);
         stdout.write(data);
       }),
@@ -185,19 +213,37 @@ export function attach(pty: Pty, term: Terminal): Promise<AttachResult> {
         }
         if (state === "reconnecting" && offlineSince === undefined) {
           offlineSince = Date.now();
-          note("connection lost; reconnecting…");
+          drops++;
+          status.say(offline());
         } else if (state === "open" && offlineSince !== undefined) {
-          note(`reconnected after ${((Date.now() - offlineSince) / 1000).toFixed(1)} s`);
+          const back = `reconnected after ${((Date.now() - offlineSince) / 1000).toFixed(1)} s`;
           offlineSince = undefined;
           // A resize may have happened while offline; the remote should match the window now.
           onResize();
-          for (const bytes of pending.splice(0)) send(bytes);
+          // What was typed meanwhile goes now (the SDK sends it again on every `hello`).
+          if (pty.pendingInput === 0) status.say(back);
+          else {
+            status.say(`${back}; sending ${pty.pendingInput} bytes typed`);
+            const drop = drops;
+            typedAll.then(
+              () => {
+                if (!finished && drop === drops) status.amend(`${back}; typed input delivered`);
+              },
+              () => undefined, // said by notDelivered
+            );
+          }
         } else if (state === "closed" && !pty.exitInfo) {
           finish({ kind: "exited", code: 255, message: "the connection closed" });
         }
       }),
       pty.on("error", (error) => {
+        said.add(error.message);
         if (error.code !== "CLOSED") note(`${error.code}: ${error.message}`);
+      }),
+      pty.on("pending", (bytes) => {
+        if (bytes < lastPending) queueFull = false; // room again
+        lastPending = bytes;
+        if (pty.state === "reconnecting") status.sayLater(offline);
       }),
       pty.on("exit", (info) => onExit(info)),
     ];
