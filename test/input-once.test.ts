@@ -2,6 +2,7 @@
 // test/tcp-proxy.ts: what the SDK types while its link is dead, or is cut, or loses frames, reaches
 // the process once and in the order typed. The same repro as the page's (test/input-once-web) and
 // the CLI's (test/cli-input-once): keys typed before a silent drop is noticed, then after it.
+import fc from "fast-check";
 import WebSocket from "ws";
 import { describe, expect, it } from "vitest";
 import { type Pty, PtyBroker } from "../client/index.js";
@@ -45,18 +46,6 @@ async function fileBytes(on: Api, name: string): Promise<Buffer> {
   return Buffer.from(res.body.stdout, "base64");
 }
 
-/** A seeded generator (mulberry32): the same seed, the same keys and faults. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 const KEYS = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:-_=+/()[]{}<>!?@#%^&*~'\"|", "é", "ß", "ж", "中", "文", "🙂", "𝄞", "\r", "\t"];
 
 describe("SDK: what is typed around a silent drop runs once, in order", () => {
@@ -90,9 +79,19 @@ describe("SDK: 2,000 random keys through blackholes, resets and lost frames", ()
   it("the file equals exactly the typed bytes", { timeout: 240_000 }, async () => {
     const seed = Number(process.env.INPUT_SEED ?? Date.now() % 1_000_000);
     console.log(`input-once: seed ${seed} (INPUT_SEED=${seed} repeats this run)`);
-    const next = random(seed);
-    const keys = Array.from({ length: 2000 }, () => KEYS[Math.floor(next() * KEYS.length)]);
-    const typed = Buffer.from(keys.join(""), "utf8");
+    // Each key with what happens before it (a fault, or none) and the pause after it; seeded.
+    const FAULTS = ["blackhole", "cut", "swallow"] as const;
+    const step = fc.record({
+      key: fc.constantFrom(...KEYS),
+      pauseMs: fc.oneof({ weight: 7, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 0, max: 7 }) }),
+      faultMs: fc.integer({ min: 200, max: 1500 }),
+    });
+    const steps = fc.sample(step, { seed, numRuns: 2000 });
+    const faultAt = fc.sample(fc.tuple(fc.integer({ min: 50, max: 1950 }), fc.constantFrom(...FAULTS)), { seed: seed + 1, numRuns: 40 });
+    // At least 10 faults, at distinct keys: a blackhole (noticed or not), a reset, lost frames.
+    const faults = new Map(faultAt.slice(0, 12));
+    if (faults.size < 10) throw new Error(`seed ${seed}: only ${faults.size} distinct fault positions`);
+    const typed = Buffer.from(steps.map((s) => s.key).join(""), "utf8");
     const file = `input-once-${seed}-${Date.now()}.txt`;
 
     const proxy = await proxied();
@@ -101,31 +100,25 @@ describe("SDK: 2,000 random keys through blackholes, resets and lost frames", ()
     await pty.sendInput(`stty raw -echo; echo raw-$((1+1)); head -c ${typed.byteLength} > ${file}; stty sane; echo wrote-$?\n`);
     await until(() => text().includes("raw-2"), 10_000, "the terminal in raw mode");
 
-    // At least 10 faults, at seeded keys: a blackhole (noticed or not), a reset, lost frames.
-    const faults = new Map<number, "blackhole" | "cut" | "swallow">();
-    while (faults.size < 12) {
-      const at = 50 + Math.floor(next() * 1900);
-      faults.set(at, (["blackhole", "cut", "swallow"] as const)[Math.floor(next() * 3)]);
-    }
     const sent: Promise<void>[] = [];
     const ended: Promise<void>[] = [];
     const happened: string[] = [];
-    for (const [i, key] of keys.entries()) {
+    for (const [i, { key, pauseMs, faultMs }] of steps.entries()) {
       const fault = faults.get(i);
       if (fault === "cut") proxy.cutAll();
       if (fault === "blackhole" || fault === "swallow") {
         if (fault === "blackhole") proxy.blackhole(true);
         else proxy.swallow(true);
-        const ms = 200 + Math.floor(next() * 1300);
         ended.push(
           new Promise((resolve) =>
-            setTimeout(() => resolve(fault === "blackhole" ? proxy.blackhole(false) : proxy.swallow(false)), ms),
+            setTimeout(() => resolve(fault === "blackhole" ? proxy.blackhole(false) : proxy.swallow(false)), faultMs),
           ),
         );
       }
       if (fault) happened.push(`${fault}@${i}`);
       sent.push(pty.sendInput(key));
-      if (next() < 0.3) await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 8)));
+      // A typist's pauses (not a wait for anything).
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
     console.log(`input-once: faults ${happened.join(" ")}`);
     await Promise.all(ended);
