@@ -77,12 +77,13 @@ export class PtyBroker {
       heartbeatMs,
       connectTimeoutMs,
       openTimeoutMs,
+      inputQueueBytes,
       ...body
     } = options;
     const session = await this.createSession(body);
     return this.connect(session.id, {
       from: 0,
-      ...{ onData, onStdout, onStderr, onScreen, onState, onLag, compress, reconnect, heartbeatMs, connectTimeoutMs, openTimeoutMs },
+      ...{ onData, onStdout, onStderr, onScreen, onState, onLag, compress, reconnect, heartbeatMs, connectTimeoutMs, openTimeoutMs, inputQueueBytes },
     });
   }
 
@@ -327,6 +328,7 @@ export class PtyBroker {
     if (socketQuery.onLag !== undefined) query.set("onLag", socketQuery.onLag);
     if (socketQuery.compress === "deflate") query.set("compress", "deflate");
     if (socketQuery.writer !== undefined) query.set("writer", socketQuery.writer);
+    if (socketQuery.writer !== undefined && socketQuery.inputFrom !== undefined) query.set("inputFrom", String(socketQuery.inputFrom));
     if (!headers) {
       // Browsers cannot set headers on a WebSocket, and API keys never go in URLs: a socket
       // opened with an API key carries a short-lived writer token minted for it.

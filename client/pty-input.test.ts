@@ -77,10 +77,14 @@ describe("Pty numbered input", () => {
   it("keeps what is typed while the socket is down and sends the unacknowledged rest after hello, from the edge's acked", async () => {
     const { pty, sockets } = await attached();
     const typed = pty.sendInput("echo early-");
+    sockets[0].json({ type: "input_ack", offset: 3 });
+    await until(() => pty.pendingInput === 8);
     sockets[0].close(1006);
     const later = pty.sendInput("late\r");
     await until(() => sockets.length === 2);
+    // The same writer, saying what it had acknowledged (a runner that forgot it starts there).
     expect(sockets[1].query.writer).toBe(sockets[0].query.writer);
+    expect(sockets[1].query.inputFrom).toBe(3);
     // The edge says the process has the first 5 bytes: the rest goes, once, from there.
     sockets[1].readyState = 1;
     sockets[1].onopen?.({});

@@ -61,6 +61,11 @@ export class InputQueue {
     readonly maxBytes = INPUT_QUEUE_BYTES,
   ) {}
 
+  /** Every byte of this writer's input below this offset is written to the process (`connect?inputFrom=`). */
+  get acknowledged(): number {
+    return this.acked;
+  }
+
   /** Bytes typed and not yet acknowledged. */
   get pending(): number {
     return this.end - this.acked;

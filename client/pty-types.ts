@@ -132,4 +132,6 @@ export interface SocketQuery {
   compress?: "deflate" | "none" | undefined;
   /** The terminal's writer id: its input is numbered (docs/protocol.md §5, "Input exactly once"). */
   writer?: string | undefined;
+  /** With `writer`: its input below this offset has been acknowledged (where a runner that does not know it starts its count). */
+  inputFrom?: number | undefined;
 }

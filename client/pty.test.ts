@@ -152,7 +152,7 @@ describe("Pty screens and commands", () => {
 
   it("from=screen: the repaint as a screen event, then output from its offset; a drop resumes by offset", async () => {
     const { pty, sockets, received } = await attached({ from: "screen", onLag: "screen" });
-    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen", compress: "deflate", writer: expect.stringMatching(/^[\w-]{22}$/) });
+    expect(sockets[0].query).toEqual({ from: "screen", onLag: "screen", compress: "deflate", writer: expect.stringMatching(/^[\w-]{22}$/), inputFrom: 0 });
     const screens: [string, number, number, number][] = [];
     pty.on("screen", ({ offset, cols, rows, data }) => screens.push([decode(data), offset, cols, rows]));
     sockets[0].screen(5000, 100, 30, "\x1b[Hpainted");
@@ -168,7 +168,7 @@ describe("Pty screens and commands", () => {
     sockets[0].close(1006);
     await until(() => sockets.length === 2);
     // The same writer: its input's count goes on across the reconnect.
-    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen", compress: "deflate", writer: sockets[0].query.writer });
+    expect(sockets[1].query).toEqual({ from: "5003", onLag: "screen", compress: "deflate", writer: sockets[0].query.writer, inputFrom: 0 });
     pty.close();
   });
 

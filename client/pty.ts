@@ -348,6 +348,7 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
       onLag: this.options.onLag,
       compress: this.options.compress ?? "deflate",
       writer: this.readOnly ? undefined : this.typed.writer,
+      inputFrom: this.readOnly ? undefined : this.typed.acknowledged,
     };
     return this.transport.openSocket(this.id, query);
   }

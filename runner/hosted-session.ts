@@ -279,7 +279,7 @@ export class HostedSession {
       } else if (frame.op === "writerInput") {
         // Counted as taken from the link whatever the writer's count says (the edge's ledger counts the same).
         this.inputTaken += frame.data.byteLength;
-        this.writerInput(frame.writer, frame.offset, frame.data);
+        this.writerInput(frame.writer, frame.offset, frame.base, frame.data);
       } else log.warn("link.frame", { key: this.key, outcome: frame.op === "invalid" ? frame.reason : "bad_op" });
       return;
     }
@@ -381,9 +381,9 @@ export class HostedSession {
   }
 
   /** A writer's numbered input: its new part is written once; a resend or a frame past a hole is not. */
-  private writerInput(writer: string, offset: number, data: Uint8Array): void {
+  private writerInput(writer: string, offset: number, base: number, data: Uint8Array): void {
     if (!this.proc || this.exited) return;
-    const take = this.writers.take(writer, offset, data);
+    const take = this.writers.take(writer, offset, base, data);
     if (take.write === null) {
       if (take.why === "hole") log.warn("session.input", { key: this.key, outcome: "hole", offset });
       return;

@@ -49,31 +49,41 @@ describe("encodeNumberedInput / decodeFrame (0x07)", () => {
 describe("encodeWriterInput / decodeFrame (0x08)", () => {
   const key = "k_abc123|Wr1t3r-Id_0123456789";
 
-  it.each([0, 41, 2 ** 40])("round-trips the writer key, the offset %d and every byte value", (offset) => {
-    const frame = encodeWriterInput(key, offset, allBytes);
-    expect(frame[0]).toBe(Op.WriterInput);
-    expect(frame[1]).toBe(key.length);
-    expect(decodeFrame(frame)).toEqual({ op: "writerInput", writer: key, offset, data: allBytes });
+  it.each([0, 41, 2 ** 40])("round-trips the writer key, the offset %d, its base and every byte value", (offset) => {
+    for (const base of [0, Math.floor(offset / 2), offset]) {
+      const frame = encodeWriterInput(key, offset, base, allBytes);
+      expect(frame[0]).toBe(Op.WriterInput);
+      expect(frame[1]).toBe(key.length);
+      expect(decodeFrame(frame)).toEqual({ op: "writerInput", writer: key, offset, base, data: allBytes });
+    }
+  });
+
+  it("refuses a base past the offset, to encode and to decode", () => {
+    expect(() => encodeWriterInput(key, 5, 6, allBytes)).toThrow(RangeError);
+    const frame = encodeWriterInput(key, 5, 5, allBytes);
+    new DataView(frame.buffer).setUint32(14 + key.length, 6); // base's low word
+    expect(decodeFrame(frame)).toEqual({ op: "invalid", reason: "base out of range" });
   });
 
   it("takes a key of 255 characters, and none longer, empty or not printable ASCII", () => {
     const longest = "x".repeat(255);
-    expect(decodeFrame(encodeWriterInput(longest, 0, allBytes))).toMatchObject({ op: "writerInput", writer: longest });
+    expect(decodeFrame(encodeWriterInput(longest, 0, 0, allBytes))).toMatchObject({ op: "writerInput", writer: longest });
     for (const bad of ["", "x".repeat(256), "has space", "é", "tab\t"]) {
-      expect(() => encodeWriterInput(bad, 0, allBytes)).toThrow(RangeError);
+      expect(() => encodeWriterInput(bad, 0, 0, allBytes)).toThrow(RangeError);
     }
   });
 
   it("decodes malformed frames as invalid, with a reason", () => {
     const cases: [Uint8Array, string][] = [
       [Uint8Array.from([Op.WriterInput]), "writer input frame shorter than its header"],
-      [Uint8Array.from([Op.WriterInput, 0, 0, 0, 0, 0, 0, 0, 0, 0]), "writer input frame with an empty writer key"],
+      [Uint8Array.from([Op.WriterInput, 0, ...new Uint8Array(16)]), "writer input frame with an empty writer key"],
       [Uint8Array.from([Op.WriterInput, 4, 0x61, 0x62]), "writer input frame shorter than its header"],
-      [Uint8Array.from([Op.WriterInput, 1, 0x20, 0, 0, 0, 0, 0, 0, 0, 0]), "writer key is not printable ASCII"],
-      [Uint8Array.from([Op.WriterInput, 1, 0xc3, 0, 0, 0, 0, 0, 0, 0, 0]), "writer key is not printable ASCII"],
+      [Uint8Array.from([Op.WriterInput, 1, 0x61, ...new Uint8Array(15)]), "writer input frame shorter than its header"],
+      [Uint8Array.from([Op.WriterInput, 1, 0x20, ...new Uint8Array(16)]), "writer key is not printable ASCII"],
+      [Uint8Array.from([Op.WriterInput, 1, 0xc3, ...new Uint8Array(16)]), "writer key is not printable ASCII"],
     ];
     for (const [frame, reason] of cases) expect(decodeFrame(frame)).toEqual({ op: "invalid", reason });
-    const past = encodeWriterInput("k", 0, allBytes);
+    const past = encodeWriterInput("k", 0, 0, allBytes);
     new DataView(past.buffer).setUint32(3, 0x00400000); // the high word: offset 2^54
     expect(decodeFrame(past)).toEqual({ op: "invalid", reason: "offset out of range" });
   });

@@ -45,8 +45,9 @@ export const Op = {
    */
   NumberedInput: 0x07,
   /**
-   * edge → runner: `0x08 · u8 length of the writer key · the writer key (UTF-8) · u64 BE offset ·
-   * input bytes`: a writer's numbered input, which the runner writes once (docs/protocol.md §7)
+   * edge → runner: `0x08 · u8 length of the writer key · the writer key (printable ASCII) · u64 BE
+   * offset · u64 BE base · input bytes`: a writer's numbered input, which the runner writes once;
+   * `base` is what the writer had acknowledged when it connected (docs/protocol.md §7)
    */
   WriterInput: 0x08,
 } as const;
@@ -190,11 +191,15 @@ export function encodeNumberedInput(offset: number, bytes: Uint8Array): Uint8Arr
   return frame;
 }
 
-/** A writer's numbered input on a runner link (edge → runner), named by its writer key. */
-export function encodeWriterInput(writer: string, offset: number, bytes: Uint8Array): Uint8Array {
+/**
+ * A writer's numbered input on a runner link (edge → runner), named by its writer key; `base`:
+ * every byte of the writer's input below it was acknowledged to it before it connected.
+ */
+export function encodeWriterInput(writer: string, offset: number, base: number, bytes: Uint8Array): Uint8Array {
   if (!Number.isSafeInteger(offset) || offset < 0) throw new RangeError(`bad offset ${offset}`);
+  if (!Number.isSafeInteger(base) || base < 0 || base > offset) throw new RangeError(`bad base ${base} for offset ${offset}`);
   if (!WRITER_KEY_PATTERN.test(writer)) throw new RangeError("a writer key is 1 to 255 printable ASCII characters");
-  const head = 2 + writer.length + 8;
+  const head = 2 + writer.length + 16;
   const frame = new Uint8Array(head + bytes.byteLength);
   const view = new DataView(frame.buffer);
   frame[0] = Op.WriterInput;
@@ -202,6 +207,8 @@ export function encodeWriterInput(writer: string, offset: number, bytes: Uint8Ar
   for (let i = 0; i < writer.length; i++) frame[2 + i] = writer.charCodeAt(i);
   view.setUint32(2 + writer.length, Math.floor(offset / TWO_32));
   view.setUint32(6 + writer.length, offset >>> 0);
+  view.setUint32(10 + writer.length, Math.floor(base / TWO_32));
+  view.setUint32(14 + writer.length, base >>> 0);
   frame.set(bytes, head);
   return frame;
 }
@@ -214,7 +221,7 @@ export type Frame =
   | { op: "deflated"; offset: number; stream: OutputStream; length: number; data: Uint8Array }
   | { op: "input"; data: Uint8Array }
   | { op: "numberedInput"; offset: number; data: Uint8Array }
-  | { op: "writerInput"; writer: string; offset: number; data: Uint8Array }
+  | { op: "writerInput"; writer: string; offset: number; base: number; data: Uint8Array }
   | { op: "readChunk"; readId: number; offset: number; meta: ChunkMeta; data: Uint8Array }
   | { op: "invalid"; reason: string };
 
@@ -246,7 +253,7 @@ export function decodeFrame(frame: Uint8Array): Frame {
     case Op.WriterInput: {
       if (frame.byteLength < 2) return { op: "invalid", reason: "writer input frame shorter than its header" };
       const length = frame[1];
-      const head = 2 + length + 8;
+      const head = 2 + length + 16;
       if (length === 0) return { op: "invalid", reason: "writer input frame with an empty writer key" };
       if (frame.byteLength < head) return { op: "invalid", reason: "writer input frame shorter than its header" };
       const writer = String.fromCharCode(...frame.subarray(2, 2 + length));
@@ -254,7 +261,9 @@ export function decodeFrame(frame: Uint8Array): Frame {
       const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
       const offset = view.getUint32(2 + length) * TWO_32 + view.getUint32(6 + length);
       if (!Number.isSafeInteger(offset)) return { op: "invalid", reason: "offset out of range" };
-      return { op: "writerInput", writer, offset, data: frame.subarray(head) };
+      const base = view.getUint32(10 + length) * TWO_32 + view.getUint32(14 + length);
+      if (!Number.isSafeInteger(base) || base > offset) return { op: "invalid", reason: "base out of range" };
+      return { op: "writerInput", writer, offset, base, data: frame.subarray(head) };
     }
     case Op.Deflated: {
       if (frame.byteLength < DEFLATED_HEADER_BYTES) return { op: "invalid", reason: "deflated frame shorter than its header" };

@@ -6,7 +6,7 @@
 import WebSocket from "ws";
 import { describe, expect, it } from "vitest";
 import { type Pty, PtyBroker, type SocketLike } from "../client/index.js";
-import { Op } from "../shared/protocol.js";
+import { Op, encodeNumberedInput } from "../shared/protocol.js";
 import { type Edge, secret, startEdge } from "../scripts/stack.js";
 import { Api, SuiteCleanup, startSuiteStack, until } from "./harness.js";
 import type { TcpProxy } from "./tcp-proxy.js";
@@ -156,5 +156,51 @@ describe("input exactly once across edge faults", () => {
     await Promise.all(sent);
     await until(() => /wrote-0\r\n/.test(text()), 30_000, "head to have every byte");
     expect((await fileBytes(api, "acks.txt")).toString()).toBe(all.join(""));
+  });
+
+  it("a writer's first keys refused while the runner's link is away: the key after them is a hole, not a start", { timeout: 120_000 }, async () => {
+    const { edge, api, proxy } = await stack("refused", true);
+    const link = proxy as TcpProxy;
+    const session = await api.create({}); // the login shell: its commands are listed
+    cleanup.session(api, session.id);
+    // A writer spoken by hand, frame by frame, as the protocol says (the SDK would also send the
+    // refused keys again by its timer, which could hide what the runner does).
+    const typed = Buffer.from("echo early-late\r");
+    const ws = new WebSocket(`${edge.url.replace(/^http/, "ws")}/v1/sessions/${session.id}/connect?writer=by-hand-writer&inputFrom=0`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
+    cleanup.first(() => ws.terminate());
+    const said: { type: string; offset?: number; resend?: boolean; code?: string }[] = [];
+    let output = "";
+    ws.on("message", (data: Buffer, binary) => {
+      if (binary) output += data.subarray(9).toString("utf8");
+      else said.push(JSON.parse(data.toString("utf8")) as (typeof said)[number]);
+    });
+    await new Promise((resolve) => ws.once("open", resolve));
+    ws.send(JSON.stringify({ type: "ack", offset: 0 }));
+    await until(() => output.includes("\x1b]133;B\x07"), 15_000, "the first prompt");
+    // An empty REST input answers whether the edge has the runner's link now (409 while it does not).
+    const linked = async () => (await api.inputRequest(session.id, { data: "" })).status === 202;
+
+    link.refuse(true);
+    await until(async () => !(await linked()), 10_000, "the edge to lose the runner's link");
+    ws.send(encodeNumberedInput(0, typed.subarray(0, 11))); // "echo early-"
+    await until(() => said.find((m) => m.type === "input_refused"), 5_000, "the refusal");
+    link.refuse(false);
+    await until(linked, 30_000, "the runner's link back");
+    ws.send(encodeNumberedInput(11, typed.subarray(11))); // "late\r": the first frame the runner sees
+    const ask = await until(() => said.find((m) => m.type === "input_ack" && m.resend), 5_000, "the runner to ask for the hole");
+    expect(ask.offset).toBe(0);
+    ws.send(encodeNumberedInput(0, typed));
+    await until(() => said.some((m) => m.type === "input_ack" && !m.resend && m.offset === typed.byteLength), 5_000, "every byte acknowledged");
+    const commands = await until(
+      async () => {
+        const list = await api.commands(session.id);
+        return list.length > 0 ? list : undefined;
+      },
+      15_000,
+      "the command to end",
+    );
+    expect(commands.map((c) => [c.command, c.exitCode])).toEqual([["echo early-late", 0]]);
   });
 });

@@ -22,8 +22,8 @@ function writers() {
   );
   disposeAll.push(() => inputs.dispose());
   /** Offers a frame and, when some of it is new, writes it (the queue takes it at once unless told). */
-  const offer = (writer: string, offset: number, data: string, queued = 0) => {
-    const take = inputs.take(writer, offset, bytes(data));
+  const offer = (writer: string, offset: number, data: string, queued = 0, base = 0) => {
+    const take = inputs.take(writer, offset, base, bytes(data));
     if (take.write) {
       queue.pending += queued;
       inputs.wrote(take.write.byteLength, { key: writer, end: take.end });
@@ -100,17 +100,22 @@ describe("WriterInputs", () => {
     expect(acks[1]).toEqual([{ writer: "w", offset: 10_000 }]);
   });
 
-  it("a writer it does not know starts at its offset (forgotten, or a runner that restarted)", () => {
-    const { offer } = writers();
-    expect(text(offer("new", 500, "xyz"))).toBe("xyz");
-    expect(text(offer("new", 500, "xyz"))).toBe("resend");
+  it("a writer it does not know starts at the base it names: its first frame past it is a hole, not a new start", () => {
+    const { offer, acks } = writers();
+    // Forgotten (or a runner that restarted): the writer had 500 bytes acknowledged when it connected.
+    expect(text(offer("back", 500, "xyz", 0, 500))).toBe("xyz");
+    expect(text(offer("back", 500, "xyz", 0, 500))).toBe("resend");
+    // New, and its frames from 0 were refused on the way: the one at 10 is not taken as a start.
+    expect(text(offer("new", 10, "late", 0, 0))).toBe("hole");
+    expect(acks.at(-1)).toEqual([{ writer: "new", offset: 0, resend: true }]);
+    expect(text(offer("new", 0, "echo early-late", 0, 0))).toBe("echo early-late");
   });
 
   it("a frame the input bound refused stays the writer's: asked for again once, written when resent", () => {
     const { inputs, offer, acks } = writers();
     offer("w", 0, "ab");
     acks.length = 0;
-    const take = inputs.take("w", 2, bytes("cd"));
+    const take = inputs.take("w", 2, 0, bytes("cd"));
     expect(text(take)).toBe("cd");
     inputs.refused("w", 2); // not written
     inputs.refused("w", 2);

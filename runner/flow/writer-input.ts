@@ -51,18 +51,27 @@ export class WriterInputs {
     private readonly send: (acks: WriterAck[]) => void,
   ) {}
 
-  /** What of `data` (the writer's bytes from `offset`) is new. Nothing changes until `wrote`. */
-  take(writer: string, offset: number, data: Uint8Array): Take {
-    const known = this.writers.get(writer);
-    // A writer not known here (the first frame, or forgotten past MAX_WRITERS) starts at its offset.
-    const taken = known?.taken ?? offset;
+  /**
+   * What of `data` (the writer's bytes from `offset`) is new. Nothing changes until `wrote`.
+   * `base`: what the writer had acknowledged when it connected; a writer not known here (its
+   * first frame, or forgotten past MAX_WRITERS) starts its count there, so a first frame that
+   * comes after earlier ones were refused on the way is a hole, not a new start.
+   */
+  take(writer: string, offset: number, base: number, data: Uint8Array): Take {
+    let known = this.writers.get(writer);
+    if (!known) {
+      known = { taken: base, acked: base, queued: [] };
+      this.writers.set(writer, known);
+      this.forgetOldest();
+    }
+    const taken = known.taken;
     const end = offset + data.byteLength;
-    if (end <= taken && known) {
+    if (end <= taken) {
       // A resend of what was taken: acknowledged again once it is (now, if it is already).
       if (known.acked === known.taken) this.send([{ writer, offset: known.acked }]);
       return { write: null, why: "resend" };
     }
-    if (offset > taken && known) {
+    if (offset > taken) {
       if (known.asked !== known.taken) this.send([{ writer, offset: known.taken, resend: true }]);
       known.asked = known.taken;
       return { write: null, why: "hole" };
@@ -82,12 +91,16 @@ export class WriterInputs {
     this.writers.delete(writer.key); // re-inserted last: the most recently heard from
     // `asked` is dropped: the hole is filled, and the next one is asked about again.
     this.writers.set(writer.key, { taken: writer.end, acked: known?.acked ?? writer.end - bytes, queued });
+    this.forgetOldest();
+    this.check();
+  }
+
+  private forgetOldest(): void {
     while (this.writers.size > MAX_WRITERS) {
       const oldest = this.writers.keys().next().value;
       if (oldest === undefined) break;
       this.writers.delete(oldest);
     }
-    this.check();
   }
 
   /** A writer's frame was not written (the process's input bound): it stays untaken, to be resent. */

@@ -98,7 +98,10 @@ export class ClientHub {
     const writerId = request.headers.get("x-ptyb-writer");
     const actor = request.headers.get("x-ptyb-actor");
     const writerKey = `${actor}|${writerId}`;
-    if (framed && role !== "viewer" && writerId && actor && isWriterKey(writerKey)) sub.writer = { id: writerId, key: writerKey };
+    const base = Number(request.headers.get("x-ptyb-writer-from") ?? "0");
+    if (framed && role !== "viewer" && writerId && actor && isWriterKey(writerKey) && Number.isSafeInteger(base) && base >= 0) {
+      sub.writer = { id: writerId, key: writerKey, base };
+    }
     this.sockets.set(server, sub);
     sub.persist();
     const input = sub.writer ? { writer: sub.writer.id, acked: this.port.writerAcked(sub.writer.key) } : undefined;

@@ -70,6 +70,8 @@ export interface ClientAttachment {
 export interface WriterName {
   id: string;
   key: string;
+  /** What the writer had acknowledged when this socket connected (`inputFrom`): its count starts there if the runner has none. */
+  base: number;
 }
 
 export interface TermSize {

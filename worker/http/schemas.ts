@@ -138,6 +138,8 @@ export const ConnectQuery = z.object({
    * its reconnects (docs/protocol.md §5, "Input exactly once"); ignored in raw mode and for viewers.
    */
   writer: z.string().regex(WRITER_ID_PATTERN, "writer is 8 to 64 of A-Z, a-z, 0-9, _ and -").optional(),
+  /** With `writer`: its input below this offset was acknowledged to it (where its count starts if the runner has none). */
+  inputFrom: z.string().regex(/^\d{1,15}$/, "inputFrom is an offset").transform(Number).optional(),
 });
 
 const offset = z.string().regex(/^\d{1,15}$/, "an offset is a whole number of bytes").transform(Number);

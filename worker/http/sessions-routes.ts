@@ -343,7 +343,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
     throw new ApiError("INVALID_REQUEST", "connect expects a WebSocket upgrade");
   }
-  const { from, onLag, compress, writer } = c.req.valid("query");
+  const { from, onLag, compress, writer, inputFrom } = c.req.valid("query");
   const { raw } = wantsRaw(c.req.raw);
   const role = attachRole(c.get("principal"));
   const { stub } = await session(c, c.req.param("id"), null);
@@ -355,6 +355,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
   headers.delete("x-ptyb-compress");
   headers.delete("x-ptyb-writer");
   headers.delete("x-ptyb-actor");
+  headers.delete("x-ptyb-writer-from");
   if (from !== undefined) headers.set("x-ptyb-from", from);
   if (onLag !== undefined) headers.set("x-ptyb-onlag", onLag);
   // A writer's input is counted under the key behind its credential (the key itself, or the one
@@ -363,6 +364,7 @@ sessionRoutes.get("/:id/connect", validate("query", ConnectQuery), async (c) => 
     const principal = c.get("principal");
     headers.set("x-ptyb-writer", writer);
     headers.set("x-ptyb-actor", principal.keyId ?? actorOf(principal).id ?? "token");
+    headers.set("x-ptyb-writer-from", String(inputFrom ?? 0));
   }
   if (compress === "deflate" && !raw) {
     // Output comes compressed once per chunk (0x06): the object sees no offer of

@@ -98,11 +98,11 @@ describe("InputLedger", () => {
 
   it("sends a writer's piece again from where the runner stopped, its offset moved with it", () => {
     const ledger = linked();
-    ledger.input({ bytes: new TextEncoder().encode("abcd"), writer: { key: "k|w", offset: 100 } });
+    ledger.input({ bytes: new TextEncoder().encode("abcd"), writer: { key: "k|w", offset: 100, base: 90 } });
     ledger.linkOpened();
     // The runner took "ab" of it: the rest goes again as the writer's bytes from 102.
     const [again] = ledger.runnerTook(2).resend;
     expect(new TextDecoder().decode(again?.bytes)).toBe("cd");
-    expect(again?.writer).toEqual({ key: "k|w", offset: 102 });
+    expect(again?.writer).toEqual({ key: "k|w", offset: 102, base: 90 });
   });
 });

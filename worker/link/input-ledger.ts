@@ -20,7 +20,8 @@ export const HELD_MAX_BYTES = 256 << 10;
  */
 export interface InputPiece {
   bytes: Uint8Array;
-  writer?: { key: string; offset: number };
+  /** `base`: what the writer had acknowledged when its socket connected (`inputFrom`). */
+  writer?: { key: string; offset: number; base: number };
 }
 
 /**
@@ -125,5 +126,5 @@ export class InputLedger {
 /** A piece without its first `skip` bytes (a writer's piece then starts `skip` further on). */
 function tail(piece: InputPiece, skip: number): InputPiece {
   const bytes = piece.bytes.subarray(skip);
-  return piece.writer ? { bytes, writer: { key: piece.writer.key, offset: piece.writer.offset + skip } } : { bytes };
+  return piece.writer ? { bytes, writer: { ...piece.writer, offset: piece.writer.offset + skip } } : { bytes };
 }

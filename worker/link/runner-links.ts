@@ -162,7 +162,8 @@ export class RunnerLinks {
   private sendPiece(piece: InputPiece): void {
     const link = this.host();
     if (!link) return;
-    sendQuietly(link, piece.writer ? encodeWriterInput(piece.writer.key, piece.writer.offset, piece.bytes) : encodeInput(piece.bytes));
+    const { writer } = piece;
+    sendQuietly(link, writer ? encodeWriterInput(writer.key, writer.offset, writer.base, piece.bytes) : encodeInput(piece.bytes));
   }
 
   /**

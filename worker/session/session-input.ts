@@ -101,8 +101,12 @@ export class SessionInput {
     const acked = this.writersAcked.get(writer.key);
     const end = offset + bytes.byteLength;
     if (acked !== undefined && end <= acked) return sub.control({ type: "input_ack", offset: acked });
+    if (offset < writer.base) {
+      const message = `input at ${offset} is below ${writer.base}, which this socket said was acknowledged`;
+      return sub.control({ type: "input_refused", offset, code: "INVALID_REQUEST", message });
+    }
     const skip = acked !== undefined && offset < acked ? acked - offset : 0;
-    this.clientInput(sub, { bytes: bytes.subarray(skip), writer: { key: writer.key, offset: offset + skip } });
+    this.clientInput(sub, { bytes: bytes.subarray(skip), writer: { key: writer.key, offset: offset + skip, base: writer.base } });
   }
 
   /** The runner wrote writers' input (runner/flow/writer-input.ts): each writer's sockets hear it. */
@@ -220,7 +224,7 @@ export class SessionInput {
     const max = this.port.maxInputBytes();
     for (let at = 0; at < bytes.byteLength; at += max) {
       const piece = bytes.slice(at, at + max);
-      this.port.sendInput(writer ? { bytes: piece, writer: { key: writer.key, offset: writer.offset + at } } : { bytes: piece });
+      this.port.sendInput(writer ? { bytes: piece, writer: { ...writer, offset: writer.offset + at } } : { bytes: piece });
     }
   }
 
