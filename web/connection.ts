@@ -10,17 +10,26 @@
 // while it parses a write, and calls that write's callback right after: so this part counts the
 // replayed writes not yet parsed, and while any is, drops the replies in what the terminal sends
 // (shared/terminal-replies.ts); keystrokes, which come from DOM events, still go.
+//
+// What is typed is kept by the Pty until the process has it, and sent again after a reconnect
+// (docs/protocol.md §5, "Input exactly once"): pending.ts shows it meanwhile, and a full queue
+// (`inputQueueBytes`) is said plainly in the message line, until everything is delivered.
 import type { Terminal } from "@xterm/xterm";
-import type { Pty, PtyBroker, ScreenRepaint } from "../client/index.js";
+import { type Pty, type PtyBroker, PtyBrokerError, type ScreenRepaint } from "../client/index.js";
 import { stripReplies } from "../shared/terminal-replies.js";
+import { PendingInput } from "./pending.js";
 import type { TerminalSize } from "./size.js";
 import { exitText, isEnded, type Mode, say, setStatus, showError, ui } from "./ui.js";
 
-/** What the terminal is fed: output bytes (stderr too, for `pty: false`), and a screen drawn in place of the history. */
+/**
+ * What the terminal is fed: output bytes (stderr too, for `pty: false`), and a screen drawn in
+ * place of the history; and the bound of its input queue (undefined: the SDK's default).
+ */
 export interface Feed {
   onData: (bytes: Uint8Array) => void;
   onStderr: (bytes: Uint8Array) => void;
   onScreen: (screen: ScreenRepaint) => void;
+  inputQueueBytes: number | undefined;
 }
 
 /** What the attachment asks of the rest of the page. */
@@ -28,6 +37,8 @@ export interface AttachmentHooks {
   /** The broker, or a "not signed in" error. */
   broker(): PtyBroker;
   mode(): Mode;
+  /** The most bytes typed and not yet delivered that the terminal keeps (undefined: the SDK's default). */
+  inputQueueBytes(): number | undefined;
   /** The attached session ended. */
   ended(): void;
   /** A terminal is about to be shown attached (and measured). */
@@ -52,12 +63,18 @@ export class Connection {
   private replaying = false;
   /** Replayed writes (and screen repaints) given to the terminal and not yet parsed by it. */
   private unparsedReplay = 0;
+  /** What is typed and not yet delivered, drawn over the terminal. */
+  private readonly pending: PendingInput;
+  /** The message line's "input queue full" text while it may still show it. */
+  private queueFull = "";
 
   constructor(
     private readonly term: Terminal,
     private readonly size: TerminalSize,
     private readonly hooks: AttachmentHooks,
-  ) {}
+  ) {
+    this.pending = new PendingInput(term);
+  }
 
   /** The attached terminal, or null. */
   get attached(): Pty | null {
@@ -77,7 +94,28 @@ export class Connection {
     const pty = this.pty;
     if (!pty || pty.readOnly) return;
     if (this.unparsedReplay > 0 && typeof data === "string") data = stripReplies(data).kept;
-    if (data.length > 0) pty.sendInput(data).catch(showError);
+    if (data.length > 0) pty.sendInput(data).catch((error: unknown) => this.notDelivered(pty, error));
+  }
+
+  /**
+   * Typed input that will not arrive. A full queue is said plainly; input that the session's end,
+   * a detach or a closed terminal left undelivered adds nothing to what the badge says.
+   */
+  private notDelivered(pty: Pty, error: unknown): void {
+    if (pty !== this.pty) return;
+    if (error instanceof PtyBrokerError && error.code === "QUOTA_EXCEEDED") {
+      this.queueFull = `input queue full: ${pty.pendingInput} bytes typed are not yet delivered (the page keeps at most ${pty.inputQueueBytes}); keys typed past that are dropped`;
+      say(this.queueFull);
+      return;
+    }
+    if (error instanceof PtyBrokerError && (error.code === "SESSION_EXITED" || error.code === "CLOSED")) return;
+    showError(error);
+  }
+
+  /** Everything typed is delivered (or given up): a queue-full message still up goes. */
+  private drained(): void {
+    if (this.queueFull && ui.message.textContent === this.queueFull) say("");
+    this.queueFull = "";
   }
 
   /**
@@ -105,6 +143,8 @@ export class Connection {
     this.countReplay(0);
     this.pty?.close();
     this.pty = null;
+    this.pending.follow(null);
+    this.drained();
     this.ended = false;
     this.size.reset();
     term.reset();
@@ -151,6 +191,7 @@ export class Connection {
         onScreen: (screen) => {
           if (mine === this.generation) this.drawScreen(screen);
         },
+        inputQueueBytes: this.hooks.inputQueueBytes(),
       });
     } catch (error) {
       if (mine === this.generation) setStatus("closed");
@@ -161,6 +202,10 @@ export class Connection {
       return;
     }
     this.pty = next;
+    this.pending.follow(next);
+    next.on("pending", (bytes) => {
+      if (this.pty === next && bytes === 0) this.drained();
+    });
     next.on("state", (state) => {
       if (this.pty !== next) return;
       // A new socket (after a reconnect) replays what was missed before it goes live.

@@ -221,7 +221,7 @@ export class SessionList {
     closeDrawerOnPhone();
     const size = this.hooks.fitted() ?? { cols: 80, rows: 24 };
     try {
-      await this.hooks.attach(({ onData }) => b.create({ ...size, ...(label ? { label } : {}), onData }));
+      await this.hooks.attach(({ onData, inputQueueBytes }) => b.create({ ...size, ...(label ? { label } : {}), onData, inputQueueBytes }));
       ui.label.value = "";
     } catch (error) {
       // Nothing was attached (a 429, a 4xx): the badge says "not attached", not a red "closed"

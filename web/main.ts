@@ -28,6 +28,15 @@ import { TerminalSize } from "./size.js";
 import { act, element, type Mode, say, showError, showReadOnlyHint, ui } from "./ui.js";
 
 const KEY_STORAGE = "ptybroker.apiKey";
+/**
+ * `#inputQueueBytes=<n>`: the most bytes typed and not yet delivered that the terminal keeps (the
+ * SDK's default, 1 MiB, without it); kept in the fragment across attaches and reloads.
+ */
+const INPUT_QUEUE_BYTES = positive(new URLSearchParams(location.hash.slice(1)).get("inputQueueBytes"));
+
+function positive(text: string | null): number | undefined {
+  return text !== null && /^\d{1,10}$/.test(text) && Number(text) > 0 ? Number(text) : undefined;
+}
 
 const term = new Terminal({
   cursorBlink: false,
@@ -55,6 +64,7 @@ const keyboard = new Keyboard(term, (data) => connection.send(data));
 const connection: Connection = new Connection(term, size, {
   broker: requireBroker,
   mode: () => mode,
+  inputQueueBytes: () => INPUT_QUEUE_BYTES,
   ended: () => {
     if (mode === "owner") list.refresh().catch(showError);
   },
@@ -123,6 +133,7 @@ function rememberSession(id: string | null): void {
   if (id) params.set("session", id);
   const token = fragment().get("token");
   if (mode === "share" && token) params.set("token", token);
+  if (INPUT_QUEUE_BYTES !== undefined) params.set("inputQueueBytes", String(INPUT_QUEUE_BYTES));
   const hash = params.toString();
   history.replaceState(null, "", hash ? `#${hash}` : location.pathname + location.search);
 }
@@ -133,7 +144,7 @@ async function attachTo(id: string): Promise<void> {
   // the link asks otherwise (`&from=0` replays everything, `&from=screen` always draws the screen).
   const asked = fragment().get("from");
   const from = asked === "screen" ? "screen" : asked !== null && /^\d{1,15}$/.test(asked) ? Number(asked) : "auto";
-  await connection.attach(({ onData, onStderr, onScreen }) => b.connect(id, { from, onData, onStderr, onScreen }));
+  await connection.attach((feed) => b.connect(id, { from, ...feed }));
 }
 
 // ---- signing in and out ----
