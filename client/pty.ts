@@ -1,26 +1,24 @@
 // One attached terminal: a framed WebSocket to `/v1/sessions/:id/connect` that reconnects by
-// itself and resumes by offset, so every output byte reaches the caller exactly once, in order.
-// The Pty wires its parts, each owning its own state and hearing from the Pty only through
-// callbacks: the socket and its redials (pty-socket.ts), where the output stands and what was
-// acknowledged (pty-offsets.ts), and the iterators over the output (pty-chunks.ts); its types are
-// in pty-types.ts. Here: the public API, the control messages, and what a dropped socket means.
-import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
+// itself and resumes by offset, so every output byte reaches the caller exactly once, in order,
+// and every typed byte reaches the process exactly once, in order. The Pty wires its parts, each
+// owning its own state and hearing from the Pty only through callbacks: the socket and its
+// redials (pty-socket.ts), where the output stands and what was acknowledged (pty-offsets.ts),
+// what is typed and not yet written (pty-input.ts), and the iterators over the output
+// (pty-chunks.ts); its REST-only calls are pty-calls.ts, its types pty-types.ts. Here: the
+// socket's side of the public API, the control messages, and what a dropped socket means.
 import { CloseCode, ErrorStatus } from "../shared/errors.js";
 import type { ExitInfo, ServerMessage } from "../shared/protocol.js";
 import { SIGNALS, type Session, type SignalName } from "../shared/session.js";
-import type { ExpectOptions, InputOptions, InputResult, RunOptions, ScreenRepaint } from "./agent.js";
-import { Emitter } from "./emitter.js";
 import { closeRefusal, isFatal, PtyBrokerError, statusOf } from "./errors.js";
+import { PtyCalls } from "./pty-calls.js";
 import { OutputChunks } from "./pty-chunks.js";
 import { InputQueue } from "./pty-input.js";
 import { OutputOffsets } from "./pty-offsets.js";
 import { InflatingInbox, asArrayBuffer } from "./pty-inflate.js";
 import { PtySocket } from "./pty-socket.js";
-import type { ConnectionState, ConnectOptions, PtyEvents, PtyTransport, SessionPatch, SocketLike, SocketQuery } from "./pty-types.js";
+import type { ConnectionState, ConnectOptions, PtyTransport, SocketLike, SocketQuery } from "./pty-types.js";
 
-export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array> {
-  /** The session as last heard: from `hello`, then kept up to date by resize and exit. */
-  session: Session | undefined;
+export class Pty extends PtyCalls implements AsyncIterable<Uint8Array> {
   state: ConnectionState = "connecting";
   /** The exit, once the session has ended. */
   exitInfo: ExitInfo | undefined;
@@ -51,13 +49,13 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
   private refused: PtyBrokerError | undefined;
 
   constructor(
-    readonly id: string,
-    private readonly transport: PtyTransport,
+    id: string,
+    transport: PtyTransport,
     /** A viewer token's terminal: input, resize and signal are refused. */
-    readonly readOnly: boolean,
+    readOnly: boolean,
     private readonly options: ConnectOptions = {},
   ) {
-    super();
+    super(id, transport, readOnly);
     if (options.onData) this.on("data", options.onData);
     if (options.onStdout) this.on("data", options.onStdout);
     if (options.onStderr) this.on("stderr", options.onStderr);
@@ -192,11 +190,6 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     else await this.transport.rest("POST", this.path("input"), { data: "", eof: true });
   }
 
-  /** The session's output as an asciicast v2 recording (`asciinema play` plays it), from `from` to `to`. */
-  recording(range: { from?: number | undefined; to?: number | undefined } = {}): Promise<string> {
-    return this.transport.recording(this.id, range);
-  }
-
   async resize(size: { cols: number; rows: number }): Promise<void> {
     this.assertWritable();
     const { cols, rows } = size;
@@ -214,81 +207,6 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     }
     if (this.isOpen()) this.socket.send(JSON.stringify({ type: "signal", signal }));
     else await this.transport.rest("POST", this.path("signal"), { signal });
-  }
-
-  /** Ends the process (SIGHUP, then SIGKILL after a grace) and answers once it is gone. */
-  kill(): Promise<Session> {
-    return this.transport.rest<Session>("DELETE", `/v1/sessions/${encodeURIComponent(this.id)}`);
-  }
-
-  /**
-   * Changes the session's timers, label or tags (API key only) and answers the session as it is
-   * now, which `pty.session` then holds.
-   */
-  async update(patch: SessionPatch): Promise<Session> {
-    const session = await this.transport.rest<Session>("PATCH", `/v1/sessions/${encodeURIComponent(this.id)}`, patch);
-    this.session = session;
-    return session;
-  }
-
-  /**
-   * A session token for this session (`viewer` reads, `writer` also types), for a browser or
-   * another process to attach without the API key. API key only. `broker.createToken(id, role)`
-   * is the same call by id, answering `expiresAt` too.
-   */
-  async token(role: "viewer" | "writer", options: { ttlSec?: number | undefined } = {}): Promise<string> {
-    const { token } = await this.transport.rest<{ token: string }>("POST", this.path("tokens"), {
-      role,
-      ttlSec: options.ttlSec,
-    });
-    return token;
-  }
-
-  // ---- the agent layer (REST; docs/protocol.md §3, "Agents") ----
-
-  /**
-   * Types `data` through `POST .../input` and answers `{bytes, offset}`: `offset` is the output
-   * offset when the server took the input, the `from` for an `expect` that must match only what
-   * the input caused. Use it to drive a program (an agent); `sendInput` is for keystrokes: over
-   * the socket, faster, and it answers nothing.
-   */
-  async input(data: string | Uint8Array, options: InputOptions = {}): Promise<InputResult> {
-    this.assertWritable();
-    return this.transport.calls.input(data, options);
-  }
-
-  /**
-   * Waits on the server until the output matches `pattern`: a string is matched literally
-   * (unless `literal: false`), a RegExp as a regular expression (its flags from `imsu`).
-   */
-  expect(pattern: string | RegExp, options: ExpectOptions = {}): Promise<ExpectResult> {
-    return this.transport.calls.expect(pattern, options);
-  }
-
-  /** Runs one command line in the session's shell and answers its exit code and output. */
-  async run(command: string, options: RunOptions = {}): Promise<RunResult> {
-    this.assertWritable();
-    return this.transport.calls.run(command, options);
-  }
-
-  /** The commands the shell ran, oldest first (the last `limit`, at most 1000). */
-  commands(options: { limit?: number | undefined } = {}): Promise<CommandRecord[]> {
-    return this.transport.calls.commands(options);
-  }
-
-  /** The terminal as it looks now (from the server's emulator): lines, cursor, size. */
-  screen(): Promise<ScreenState> {
-    return this.transport.calls.screen();
-  }
-
-  /** The screen's lines as text, joined with `\n`. */
-  screenText(): Promise<string> {
-    return this.transport.calls.screenText();
-  }
-
-  /** Bytes that repaint the screen on an empty terminal of its size. */
-  screenAnsi(): Promise<ScreenRepaint> {
-    return this.transport.calls.screenAnsi();
   }
 
   /**
@@ -495,16 +413,5 @@ export class Pty extends Emitter<PtyEvents> implements AsyncIterable<Uint8Array>
     return this.state === "open" && this.socket.isOpen();
   }
 
-  private assertWritable(): void {
-    if (this.readOnly) throw this.viewerRefusal();
-  }
-
-  private viewerRefusal(): PtyBrokerError {
-    return new PtyBrokerError("FORBIDDEN", "a viewer token may not send input, eof, resize or signal");
-  }
-
-  private path(action: string): string {
-    return `/v1/sessions/${encodeURIComponent(this.id)}/${action}`;
-  }
 }
 
