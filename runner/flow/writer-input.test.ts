@@ -34,18 +34,32 @@ function writers() {
 }
 
 describe("WriterInputs", () => {
-  it("writes each byte once: a resend is dropped, an overlap writes only its new part", () => {
+  it("writes each byte once: a resend is dropped, an overlap writes only its new part", async () => {
     const { offer, acks } = writers();
     expect(text(offer("w", 0, "abc"))).toBe("abc");
     expect(text(offer("w", 0, "abc"))).toBe("resend");
     expect(text(offer("w", 1, "bcdef"))).toBe("def");
     expect(text(offer("w", 6, "g"))).toBe("g");
-    expect(acks.flat().filter((ack) => !ack.resend)).toEqual([
-      { writer: "w", offset: 3 },
-      { writer: "w", offset: 3 }, // the resend of what was written: acknowledged again
-      { writer: "w", offset: 6 },
-      { writer: "w", offset: 7 },
-    ]);
+    // The first acknowledgement at once, the rest (newest per writer) once ACK_EVERY_MS has passed.
+    expect(acks).toEqual([[{ writer: "w", offset: 3 }]]);
+    await until(() => acks.length === 2);
+    expect(acks[1]).toEqual([{ writer: "w", offset: 7 }]);
+  });
+
+  it("acknowledges at most once per window (ACK_EVERY_MS), the newest offset of each writer; a resend ask goes at once", async () => {
+    const { offer, acks } = writers();
+    for (let i = 0; i < 100; i++) offer(i % 2 ? "a" : "b", Math.floor(i / 2), "x");
+    expect(acks).toEqual([[{ writer: "b", offset: 1 }]]);
+    expect(text(offer("a", 80, "late"))).toBe("hole");
+    expect(acks[1]).toEqual([{ writer: "a", offset: 50, resend: true }]);
+    // 101 frames, three messages: the first, the ask, and the rest together.
+    await until(() => acks.length === 3);
+    expect(acks[2]).toEqual(
+      expect.arrayContaining([
+        { writer: "a", offset: 50 },
+        { writer: "b", offset: 50 },
+      ]),
+    );
   });
 
   it("drops a frame past a hole and asks once, from its count, for the rest again", () => {

@@ -17,6 +17,12 @@ export interface WriterAck {
 export const MAX_WRITERS = 1024;
 /** How often the write queue is looked at while acknowledged bytes wait in it. */
 const POLL_MS = 5;
+/**
+ * Acknowledgements go at most this often per session (the first after a quiet spell at once):
+ * each is a message through the edge's one thread, and one per poll while a person types cost
+ * every keystroke's echo ~0.2 ms there (docs/benchmarks.md, row 1). Asks to resend go at once.
+ */
+export const ACK_EVERY_MS = 25;
 
 interface Writer {
   /** Bytes of its input written to the process (or queued for it). */
@@ -43,6 +49,10 @@ export class WriterInputs {
   /** Bytes handed to the process's write queue so far, by any path (clients, REST, `run`). */
   private written = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Acknowledgements held until ACK_EVERY_MS has passed since the last went, newest per writer. */
+  private held = new Map<string, number>();
+  private lastAckAt = 0;
+  private ackTimer: NodeJS.Timeout | undefined;
 
   constructor(
     /** Bytes queued for the process that it has not taken yet (node-pty's write queue). */
@@ -68,7 +78,7 @@ export class WriterInputs {
     const end = offset + data.byteLength;
     if (end <= taken) {
       // A resend of what was taken: acknowledged again once it is (now, if it is already).
-      if (known.acked === known.taken) this.send([{ writer, offset: known.acked }]);
+      if (known.acked === known.taken) this.acknowledge([{ writer, offset: known.acked }]);
       return { write: null, why: "resend" };
     }
     if (offset > taken) {
@@ -118,6 +128,7 @@ export class WriterInputs {
    */
   settle(): void {
     this.check();
+    this.flushAcks();
   }
 
   /** A new link: each writer's count, so the edge knows it again (bounded by MAX_WRITERS). */
@@ -128,6 +139,9 @@ export class WriterInputs {
   dispose(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    this.held.clear();
     for (const writer of this.writers.values()) writer.queued = [];
   }
 
@@ -147,7 +161,25 @@ export class WriterInputs {
       if (writer.acked > before) acks.push({ writer: key, offset: writer.acked });
       waiting ||= writer.queued.length > 0;
     }
-    if (acks.length > 0) this.send(acks);
+    if (acks.length > 0) this.acknowledge(acks);
     if (waiting) this.timer = setTimeout(() => this.check(), POLL_MS);
+  }
+
+  /** Sends acknowledgements now, or holds them until ACK_EVERY_MS since the last went. */
+  private acknowledge(acks: WriterAck[]): void {
+    for (const { writer, offset } of acks) this.held.set(writer, offset);
+    const wait = this.lastAckAt + ACK_EVERY_MS - Date.now();
+    if (wait <= 0) return this.flushAcks();
+    this.ackTimer ??= setTimeout(() => this.flushAcks(), wait);
+  }
+
+  private flushAcks(): void {
+    clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    if (this.held.size === 0) return;
+    const acks = [...this.held].map(([writer, offset]) => ({ writer, offset }));
+    this.held.clear();
+    this.lastAckAt = Date.now();
+    this.send(acks);
   }
 }
