@@ -141,12 +141,18 @@ describe("Pty numbered input", () => {
     pty.close();
   });
 
-  it("a final refusal rejects what waits; the exit rejects what is pending and what comes", async () => {
+  it("a final refusal (by its code, or marked final) rejects what waits; the exit rejects what is pending and what comes", async () => {
     const refusing = await attached();
     const typed = refusing.pty.sendInput("x");
     refusing.sockets[0].json({ type: "input_refused", offset: 0, code: "FORBIDDEN", message: "a viewer may not send input" });
     expect(await settled(typed)).toBe("FORBIDDEN");
     refusing.pty.close();
+
+    const closedStdin = await attached();
+    const afterEof = closedStdin.pty.sendInput("w");
+    closedStdin.sockets[0].json({ type: "input_refused", offset: 0, code: "CONFLICT", message: "stdin is closed: eof was sent", final: true });
+    expect(await settled(afterEof)).toBe("CONFLICT");
+    closedStdin.pty.close();
 
     const { pty, sockets } = await attached();
     const pending = pty.sendInput("y");

@@ -157,8 +157,8 @@ export class InputQueue {
   }
 
   /** The edge did not take the frame at `offset`: kept for later, or given up when a resend would be refused too. */
-  refused(offset: number, code: string, message: string): void {
-    if (FINAL_REFUSALS.has(code)) {
+  refused(offset: number, code: string, message: string, final = false): void {
+    if (final || FINAL_REFUSALS.has(code)) {
       this.fail(new PtyBrokerError(code as PtyBrokerError["code"], `input not delivered: ${message}`, statusOf(code)));
       return;
     }

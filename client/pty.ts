@@ -303,7 +303,7 @@ export class Pty extends PtyCalls implements AsyncIterable<Uint8Array> {
         this.typed.ack(message.offset, message.resend === true);
         break;
       case "input_refused":
-        this.typed.refused(message.offset, message.code, message.message);
+        this.typed.refused(message.offset, message.code, message.message, message.final === true);
         break;
       case "replay":
         this.offsets.replay(message.from);

@@ -353,9 +353,10 @@ export type ServerMessage =
   | { type: "input_ack"; offset: number; resend?: true }
   /**
    * a numbered input frame at `offset` was not taken (`code` as in errors): the client keeps it
-   * and sends it again later, unless the code is final (FORBIDDEN, SESSION_EXITED, ...)
+   * and sends it again later, unless the code is final (FORBIDDEN, SESSION_EXITED, ...) or
+   * `final` says this refusal will not change (stdin closed by eof)
    */
-  | { type: "input_refused"; offset: number; code: string; message: string }
+  | { type: "input_refused"; offset: number; code: string; message: string; final?: true }
   | { type: "replay"; from: number; to: number }
   | { type: "live"; offset: number }
   | { type: "gap"; from: number; to: number }

@@ -139,17 +139,19 @@ export class SessionInput {
       log.warn("client.input", { key: this.port.keyForLog(), outcome: "raw_frame_too_large", bytes: bytes.byteLength });
       return sub.close(1009, `input frame is ${bytes.byteLength} bytes; at most ${MAX_RAW_INPUT_FRAME_BYTES}`);
     }
+    const stdinClosed = this.refuseStdinClosed();
     const refused =
       sub.kind !== "raw" && bytes.byteLength > max
         ? fail("PAYLOAD_TOO_LARGE", `input frame is ${bytes.byteLength} bytes; at most ${max}`)
-        : (this.refuseClient(sub) ?? this.refuseStdinClosed() ?? this.refuseWhileFull());
+        : (this.refuseClient(sub) ?? stdinClosed ?? this.refuseWhileFull());
     // A raw client hears no error message: input it cannot deliver ends its socket instead.
     if (refused && sub.kind === "raw" && refused.failure.code === "QUOTA_EXCEEDED") {
       return sub.close(1013, "input refused: the process is not reading its input");
     }
     if (refused && piece.writer) {
       const { code, message } = refused.failure;
-      return sub.control({ type: "input_refused", offset: piece.writer.offset, code, message });
+      const final = refused === stdinClosed ? { final: true as const } : {};
+      return sub.control({ type: "input_refused", offset: piece.writer.offset, code, message, ...final });
     }
     if (refused) return sub.control({ type: "error", ...refused.failure });
     // The size follows whoever typed last: this client's window, if it differs, applies first.
