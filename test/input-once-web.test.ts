@@ -102,14 +102,7 @@ describe("the page: keys typed around a silent drop run once, and are shown unti
       await noneShown(page, 10_000);
       // Sent again as the socket opens (a few ms here), not when the SDK's retry timer (1 s, doubling up to 8 s) next fires.
       expect(Date.now() - reopened, "delivered after the reconnect (ms)").toBeLessThan(1_000);
-      const commands = await until(
-        async () => {
-          const list = await api.commands(session.id);
-          return list.length > 0 ? list : undefined;
-        },
-        15_000,
-        "the command to end",
-      );
+      const commands = await api.commandsWhen(session.id);
       expect(commands.map((c) => [c.command, c.exitCode])).toEqual([["echo page-early-late", 0]]);
       await until(async () => (await rows(page)).includes("page-early-late"), 5_000, "the command's output on the page");
       expect(await page.locator("#message").isHidden()).toBe(true);

@@ -2,6 +2,7 @@
 // input, output ranges, the agent layer), and `fetchOutput`, a session's whole retained output.
 import type { CommandRecord, ExpectResult, RunResult, ScreenState } from "../shared/agent.js";
 import type { Session } from "../shared/session.js";
+import { until } from "./waits.js";
 
 export interface ApiResponse<T = unknown> {
   status: number;
@@ -143,6 +144,18 @@ export class Api {
       }
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /** `GET .../commands` once the shell has ended at least `count` commands (or throw at the deadline). */
+  async commandsWhen(id: string, count = 1, deadlineMs = 15_000): Promise<CommandRecord[]> {
+    return until(
+      async () => {
+        const list = await this.commands(id);
+        return list.length >= count ? list : undefined;
+      },
+      deadlineMs,
+      `${count} command${count === 1 ? "" : "s"} of session ${id} to end`,
+    );
   }
 
   /** `GET .../commands`, 200 or throw. */
