@@ -151,7 +151,7 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
     expect(existsSync(tarball)).toBe(true);
     const summary = packOutput.trimEnd().split("\n").at(-2) ?? "";
     expect(summary.replace(/[\d.]+ kB/g, "N kB").replace(/\d+ ms$/, "N ms")).toBe(
-      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 25 files; depends on ws ${WS}; ` +
+      `pack:client: ${TARBALL}: N kB packed, N kB unpacked, 26 files; depends on ws ${WS}; ` +
         "the SDK bundles eventsource-parser, the CLI eventsource-parser, hono; N ms",
     );
     const installed = join(project, "node_modules/ptybroker");
