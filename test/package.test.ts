@@ -172,6 +172,7 @@ describe("the packed SDK and CLI (npm run pack:client)", () => {
       "dist/types/client/http.d.ts",
       "dist/types/client/index.d.ts",
       "dist/types/client/keys.d.ts",
+      "dist/types/client/pty-calls.d.ts",
       "dist/types/client/pty-types.d.ts",
       "dist/types/client/pty.d.ts",
       "dist/types/client/webhooks.d.ts",
