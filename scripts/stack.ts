@@ -47,15 +47,27 @@ export interface StopOptions {
   graceMs?: number;
 }
 
-/** Spawns `command` as the leader of a new process group, so stopping it stops its children. */
+/**
+ * Spawns `command` as the leader of a new process group, so stopping it stops its children.
+ * `fds`: descriptors of this process the child inherits beyond stdio, as child fd → this
+ * process's fd (a test's stand-in for what a service manager or wrapper leaves open).
+ */
 export function manage(
   command: string,
   args: string[],
   env: NodeJS.ProcessEnv,
   echo = false,
   stopping: StopOptions = {},
+  fds: Record<number, number> = {},
 ): ManagedProcess {
-  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const stdio: ("ignore" | "pipe" | number)[] = ["ignore", "pipe", "pipe"];
+  for (const [childFd, fd] of Object.entries(fds)) {
+    const at = Number(childFd);
+    if (!Number.isInteger(at) || at < 3) throw new Error(`inherited fd ${childFd}: must be above 2`);
+    while (stdio.length < at) stdio.push("ignore"); // above 2, "ignore" leaves the fd closed in the child
+    stdio[at] = fd;
+  }
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio });
   if (child.pid === undefined) throw new Error(`could not start ${command}`);
   const pid = child.pid;
   let log = "";
@@ -256,6 +268,8 @@ export interface RunnerOptions {
   runnerId?: string;
   env?: Record<string, string>;
   echo?: boolean;
+  /** descriptors the runner inherits beyond stdio: runner fd → this process's fd (manage) */
+  fds?: Record<number, number>;
 }
 
 /**
@@ -278,10 +292,14 @@ export function startRunner(options: RunnerOptions): ManagedProcess {
   // PTYB_RUNNER_NODE_ARGS: Node options for the runners only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   // to profile them under `npm run bench` (Node refuses --cpu-prof in NODE_OPTIONS).
   const nodeArgs = (process.env.PTYB_RUNNER_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  return manage(process.execPath, [...nodeArgs, "--import", "tsx", join(ROOT, "runner/main.ts")], env, options.echo, {
-    signal: "SIGINT",
-    graceMs: 15_000,
-  });
+  return manage(
+    process.execPath,
+    [...nodeArgs, "--import", "tsx", join(ROOT, "runner/main.ts")],
+    env,
+    options.echo,
+    { signal: "SIGINT", graceMs: 15_000 },
+    options.fds,
+  );
 }
 
 /** Resolves once `count` runners have registered with the edge at `url`; rejects at the deadline. */

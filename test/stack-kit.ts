@@ -34,6 +34,8 @@ export interface SuiteRunner {
   capacity?: number;
   /** Its environment on top of the stack's (REDIS_URL when the stack has a Redis). */
   env?: Record<string, string>;
+  /** Descriptors it inherits beyond stdio: runner fd → the test's fd (scripts/stack.ts, manage). */
+  fds?: Record<number, number>;
 }
 
 export interface SuiteStackOptions {
@@ -151,6 +153,7 @@ export async function startSuiteStack(options: SuiteStackOptions, cleanup?: Suit
           runnerId: runner.runnerId,
           capacity: runner.capacity,
           env: { ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }), ...runner.env },
+          fds: runner.fds,
         });
         cleanup?.runner(started);
         return started;
