@@ -2,7 +2,7 @@
 // mounted, the names given to users and cgroups, and a session's environment. The boundaries
 // themselves are attacked end to end in test/isolation.test.ts.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,14 +26,38 @@ describe("the root step", () => {
   it("joins every cgroup, then execs the command with a fixed environment; paths and words are arguments, never script", () => {
     const procs = ["/sys/fs/cgroup/unified/ptybroker/run/ab12/cgroup.procs", "/sys/fs/cgroup/pids/ptybroker/run/t1/ab12/cgroup.procs"];
     const launch = rootStep(["/bin/echo", "$HOME", "a b", "'"], procs, { 5: "root:x:0:0::/:/bin/sh" });
-    expect(launch.command).toBe("/bin/sh");
-    const [flag, script, ...rest] = launch.args;
-    expect(flag).toBe("-c");
+    expect(launch.command).toBe("/bin/bash");
+    const [norc, noprofile, closeFlag, , name, sh, flag, script, ...rest] = launch.args;
+    expect([norc, noprofile, closeFlag, name, sh, flag]).toEqual(["--norc", "--noprofile", "-c", "ptybroker", "/bin/sh", "-c"]);
     expect(script).toContain('echo $$ > "$p" || exit 126');
     expect(script.indexOf("echo $$")).toBeLessThan(script.indexOf('exec "$@"'));
     for (const path of procs) expect(script).not.toContain(path);
     expect(rest).toEqual([procs.join(":"), "/bin/echo", "$HOME", "a b", "'"]);
     expect(launch.env).toEqual({ ...ROOT_ENV, PTYB_DATA_5: "root:x:0:0::/:/bin/sh" });
+  });
+
+  it("closes every fd above 2 it inherited, whatever its number, before it opens bubblewrap's", () => {
+    const held = openSync(join(dir, "inherited"), "a");
+    try {
+      const launch = rootStep(["/bin/sh", "-c", "ls /proc/self/fd | tr '\\n' ' '"], [], { 5: "five" });
+      // Inherited on 9 (the highest fd sh can name), 10 and 200; ls lists its own listing's fd (3).
+      const stdio = ["ignore", "pipe", "pipe", ...Array<"ignore">(6).fill("ignore"), held, held, ...Array<"ignore">(189).fill("ignore"), held];
+      expect(stdio[200]).toBe(held);
+      const result = spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8", stdio: stdio as never });
+      expect(result.stdout).toBe("0 1 2 3 5 6 7 8 ");
+    } finally {
+      closeSync(held);
+    }
+  });
+
+  it("reads no rc file, also with a socket for stdin (bash would take itself to be run by rshd)", () => {
+    const home = join(dir, "home");
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, ".bashrc"), "echo rc-ran\n");
+    const launch = rootStep(["/bin/echo", "command-ran"], []);
+    // spawnSync's pipes are socket pairs; HOME points bash at the rc file it must not read.
+    const result = spawnSync(launch.command, launch.args, { env: { ...launch.env, HOME: home }, encoding: "utf8" });
+    expect(`${result.stdout}${result.stderr}`).toBe("command-ran\n");
   });
 
   it("hands bubblewrap its data on fds 5 to 7 and the network's fifos on 3 and 4", () => {
@@ -73,7 +97,7 @@ describe("the session step", () => {
 
   it("gives the command default Ctrl+C, Ctrl+\\ and Ctrl+Z, which the root step ignores", () => {
     const launch = rootStep(sessionStep({ env: {}, enter: null, command: "/bin/sh", args: ["-c", "grep -E '^SigIgn' /proc/self/status"] }), []);
-    expect(launch.args[1]).toContain("trap '' INT QUIT TSTP");
+    expect(launch.args[3]).toContain("trap '' INT QUIT TSTP");
     const result = spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" });
     // No signal ignored (the mask is hex: bit 1 INT, 2 QUIT, 19 TSTP).
     expect(result.stdout).toBe("SigIgn:\t0000000000000000\n");

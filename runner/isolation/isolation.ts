@@ -5,7 +5,7 @@
 // (launch.ts), what holds its processes (containment.ts), and, for a login bash, the shell
 // integration it starts with (runner/agent/shell-integration.ts).
 import { randomBytes } from "node:crypto";
-import { mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { constants } from "node:os";
 import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
@@ -16,7 +16,7 @@ import { installShellIntegration, integratedBashArgs, isLoginBash } from "../age
 import { Containment } from "./containment.js";
 import { FifoStock } from "./fifo-stock.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
+import { type Launch, ROOT_SHELL, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
@@ -95,6 +95,7 @@ export class Isolation {
     const setpriv = isRoot ? requireTool("setpriv", "sessions cannot be started as their own users") : null;
     const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
     const tools = sandboxed ? networkTools() : null;
+    if (isRoot && !existsSync(ROOT_SHELL)) throw new Error(`sessions cannot be started as their own users: ${ROOT_SHELL} is required (it closes what the runner inherited)`);
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
     const bashInit = shellIntegrationFile(config.workspace);

@@ -1,7 +1,10 @@
 // The command line node-pty (or the pipe spawner) runs for a session, in three steps
 // (docs/security.md, "The sandbox"; "Nothing from the request runs as root"):
-//   1. The root step (a root runner only): a small /bin/sh that runs as root in the session's new
-//      terminal, with a fixed environment of the runner's choosing, never the request's. It joins
+//   1. The root step (a root runner only): a small /bin/bash, then /bin/sh, that run as root in
+//      the session's new terminal, with a fixed environment of the runner's choosing, never the
+//      request's. bash closes every descriptor above 2 that the runner inherited from whatever
+//      started it (a lock, a log, a socket-activation fd, a wrapper's pipe: node-pty and Node's
+//      spawn pass on every fd that is not close-on-exec), before anything else opens. sh joins
 //      the session's cgroups (`echo $$ > cgroup.procs`) before anything of the session runs, so
 //      that everything it starts is contained and limited, then replaces itself with bubblewrap
 //      (sandbox.ts) or, without a sandbox, directly with step 2. The pid stays the session leader's.
@@ -48,7 +51,26 @@ export function requireTool(name: string, why: string): string {
 /** The environment every step that runs as root starts with: nothing of the request's. */
 export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LANG: "C.UTF-8" });
 
-// Step 1. $0 = the cgroup.procs files to join, ":"-separated ("" for none); then the command.
+// Step 1, first part (bash: dash cannot name a descriptor above 9). Closes every fd above 2 it
+// has, whatever their number, from the list in /proc/self/fd (the listing's own fd is closed by
+// the time the loop runs; closing it again does nothing); refuses to go on (126) if the list
+// cannot be read. Then execs the second part. Nothing is passed down on purpose: what the
+// sandbox needs (fds 3 to 8) is opened after this, by the second part.
+const CLOSE_STEP = [
+  "trap '' INT QUIT TSTP",
+  "[ -d /proc/self/fd ] || exit 126",
+  "for f in /proc/self/fd/*; do",
+  "  n=${f##*/}",
+  '  case $n in ""|*[!0-9]*) exit 126 ;; esac',
+  '  if [ "$n" -gt 2 ]; then exec {n}>&-; fi',
+  "done",
+  'exec "$@"',
+].join("\n");
+
+/** The shell of the root step's first part (checked at start: isolation.ts). */
+export const ROOT_SHELL = "/bin/bash";
+
+// Step 1, second part. $0 = the cgroup.procs files to join, ":"-separated ("" for none); then the command.
 // Data for bubblewrap's --ro-bind-data (sandbox.ts) arrives on fds 5 to 8, opened here from
 // $PTYB_DATA_<n> (heredocs: no file on disk).
 const ROOT_STEP = [
@@ -114,8 +136,9 @@ export function dropStep(setpriv: string, user: { uid: number; gid: number }, th
 }
 
 /**
- * Step 1 around `inner` (bubblewrap's command line, or the drop step): joins `cgroupProcs`, opens
- * `data` (fd → text) for bubblewrap, then execs `inner`; the environment is ROOT_ENV.
+ * Step 1 around `inner` (bubblewrap's command line, or the drop step): closes every inherited fd
+ * above 2, joins `cgroupProcs`, opens `data` (fd → text) for bubblewrap, then execs `inner`; the
+ * environment is ROOT_ENV.
  */
 export function rootStep(inner: string[], cgroupProcs: string[], data: Record<number, string> = {}, fifos: Record<string, string> = {}): Launch {
   for (const path of cgroupProcs) if (path.includes(":")) throw new Error(`unexpected cgroup path ${path}`);
@@ -124,5 +147,7 @@ export function rootStep(inner: string[], cgroupProcs: string[], data: Record<nu
     if (!["5", "6", "7", "8"].includes(fd)) throw new Error(`no data fd ${fd}`);
     env[`PTYB_DATA_${fd}`] = text;
   }
-  return { command: "/bin/sh", args: ["-c", ROOT_STEP, cgroupProcs.join(":"), ...inner], env };
+  // --norc: bash reads ~/.bashrc (root's) even with -c when its stdin is a socket, as a pipe
+  // session's is (Node's pipes are socket pairs), taking itself to be run by rshd.
+  return { command: ROOT_SHELL, args: ["--norc", "--noprofile", "-c", CLOSE_STEP, "ptybroker", "/bin/sh", "-c", ROOT_STEP, cgroupProcs.join(":"), ...inner], env };
 }
