@@ -36,6 +36,7 @@ describe("runner configuration", () => {
       limits: { memoryMiB: 1024, pids: 512, cpus: 1 },
       diskMiB: 2048,
       tmpMiB: 256,
+      ptys: 64,
     });
     const set = loadConfig({ RUNNER_TOKEN: "t", RUNNER_SANDBOX: "none", SESSION_NETWORK: "none", SESSION_DENY_CIDRS: " 198.51.100.0/24 , 2001:db8::/32 ", SESSION_CPUS: "0.5" });
     expect(set.sandbox).toMatchObject({ kind: "none", network: "none", denyCidrs: ["198.51.100.0/24", "2001:db8::/32"], limits: { cpus: 0.5 } });
@@ -44,6 +45,8 @@ describe("runner configuration", () => {
     expect(() => loadConfig({ RUNNER_TOKEN: "t", SESSION_DENY_CIDRS: "10.0.0.0" })).toThrow(/SESSION_DENY_CIDRS: 10.0.0.0 is not a CIDR/);
     expect(() => loadConfig({ RUNNER_TOKEN: "t", SESSION_PIDS: "2" })).toThrow(/SESSION_PIDS/);
     expect(() => loadConfig({ RUNNER_TOKEN: "t", TENANT_DISK_MIB: "lots" })).toThrow(/TENANT_DISK_MIB/);
+    expect(loadConfig({ RUNNER_TOKEN: "t", SESSION_PTYS: "16" }).sandbox.ptys).toBe(16);
+    for (const ptys of ["0", "4097", "1.5", "many"]) expect(() => loadConfig({ RUNNER_TOKEN: "t", SESSION_PTYS: ptys })).toThrow(/SESSION_PTYS/);
   });
 
   it("TENANT_LOG_BYTES: 1 GiB by default, at least 1 MiB", () => {

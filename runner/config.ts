@@ -130,6 +130,8 @@ const Env = z.object({
   TENANT_DISK_MIB: z.coerce.number().int().min(TENANT_BOUNDS_MIN.diskMiB).max(TENANT_BOUNDS_MAX.diskMiB).default(2048),
   /** Size of a session's private /tmp and of its /dev/shm. */
   SESSION_TMP_MIB: z.coerce.number().int().min(1).default(256),
+  /** Pseudo-terminals a sandboxed session may hold at once (its devpts' `max`); its own terminal is the runner's, not counted. */
+  SESSION_PTYS: z.coerce.number().int().min(1).max(4096).default(64),
   /** Comma-separated tenants whose sessions this runner takes; unset = any tenant. */
   RUNNER_TENANTS: z.string().optional(),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
@@ -178,6 +180,8 @@ export interface SandboxConfig {
   diskMiB: number;
   /** SESSION_TMP_MIB */
   tmpMiB: number;
+  /** SESSION_PTYS */
+  ptys: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
@@ -218,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RunnerConfig {
       limits: { memoryMiB: e.SESSION_MEMORY_MIB, pids: e.SESSION_PIDS, cpus: e.SESSION_CPUS },
       diskMiB: e.TENANT_DISK_MIB,
       tmpMiB: e.SESSION_TMP_MIB,
+      ptys: e.SESSION_PTYS,
     },
   };
 }

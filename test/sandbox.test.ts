@@ -84,7 +84,7 @@ describe("nothing from the request runs as root", () => {
     execFileSync("cc", ["-shared", "-fPIC", "-o", join(evil, "evil.so"), join(evil, "evil.c")]);
     execFileSync("cp", [join(evil, "evil.so"), join(evil, "libc.so.6")]);
     writeFileSync(join(evil, "env.sh"), `[ "$(id -u)" = 0 ] && echo "root env-file" >> ${marker}\n`, { mode: 0o755 });
-    for (const tool of ["sh", "bash", "setpriv", "env", "bwrap", "id", "cat"]) {
+    for (const tool of ["sh", "bash", "setpriv", "env", "bwrap", "mount", "id", "cat"]) {
       writeFileSync(join(evil, tool), `#!/bin/sh\n[ "$(/usr/bin/id -u)" = 0 ] && echo "root path ${tool}" >> ${marker}\nexec /usr/bin/${tool} "$@"\n`, { mode: 0o755 });
     }
     execFileSync("chmod", ["-R", "a+rX", evil]);

@@ -93,9 +93,10 @@ export class Isolation {
       throw new Error("RUNNER_SANDBOX=bwrap: the runner must be root to give each session its sandbox (set RUNNER_SANDBOX=none for local development only)");
     }
     const setpriv = isRoot ? requireTool("setpriv", "sessions cannot be started as their own users") : null;
-    const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
-    const tools = sandboxed ? networkTools() : null;
     if (isRoot && !existsSync(ROOT_SHELL)) throw new Error(`sessions cannot be started as their own users: ${ROOT_SHELL} is required (it closes what the runner inherited)`);
+    const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
+    if (sandboxed) requireTool("mount", "RUNNER_SANDBOX=bwrap (util-linux: it bounds a sandbox's ptys)");
+    const tools = sandboxed ? networkTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
     const bashInit = shellIntegrationFile(config.workspace);
@@ -111,7 +112,7 @@ export class Isolation {
       const fifos = new FifoStock(folder, tools.mkfifo);
       if (config.sandbox.network === "egress") fifos.refill();
       parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos };
-      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB });
+      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB, ptys: config.sandbox.ptys });
     } else {
       log.warn("runner.sandbox", {
         sandbox: "none",
@@ -184,6 +185,7 @@ export class Isolation {
       user,
       // The host's addresses as they are now: an interface added since the runner started counts too.
       egressRules: scope.network ? egressRules(sandbox.config.denyCidrs, hostAddresses()) : null,
+      ptys: sandbox.config.ptys,
       command: inner,
     });
     const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv());

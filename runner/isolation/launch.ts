@@ -8,7 +8,7 @@
 //      the session's cgroups (`echo $$ > cgroup.procs`) before anything of the session runs, so
 //      that everything it starts is contained and limited, then replaces itself with bubblewrap
 //      (sandbox.ts) or, without a sandbox, directly with step 2. The pid stays the session leader's.
-//   2. The drop (inside the sandbox, still root): setpriv (util-linux) switches real, effective
+//   2. The drop (inside the sandbox, still root, after the sandbox's first step: sandbox.ts): setpriv (util-linux) switches real, effective
 //      and saved uid and gid, clears every supplementary group, empties the capability bounding
 //      and inheritable sets and sets no_new_privs, so that no setuid program gives root back.
 //      node-pty's own uid/gid options would leave root's groups and capabilities.

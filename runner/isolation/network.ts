@@ -1,7 +1,7 @@
 // A sandboxed session's network (docs/security.md, "The sandbox"). bubblewrap gives every
 // sandbox a network namespace of its own (sandbox.ts), which holds only its own loopback: that is
 // `network: "none"`. For `network: "egress"`, before the session's command runs:
-//   1. inside the sandbox, still root (sandbox.ts, its network step), the step says "ns" on a
+//   1. inside the sandbox, still root (sandbox.ts, its first step), the step says "ns" on a
 //      fifo, then installs nftables rules in the sandbox's namespace that refuse the slirp
 //      network's own hosts but its resolver, SESSION_DENY_CIDRS and every address of the runner's
 //      host; the session's user has no capability to change them. The step then says "ready"
@@ -11,7 +11,7 @@
 //      host's own sockets), with the host's loopback disabled, in a sandbox of its own
 //      (`--enable-sandbox --enable-seccomp`), ending when the runner does (`--exit-fd`);
 //   3. once both are done, the runner writes "go" on a second fifo, and the sandbox drops to the
-//      session's user. Until then only the network step runs in the namespace.
+//      session's user. Until then only that step runs in the namespace.
 // The fifos live in a root-only folder. Nothing on the runner's machine (the output log, the
 // edge, an inspector, any other service) can be reached either way: the host's loopback is
 // another namespace's, and its other addresses are refused.

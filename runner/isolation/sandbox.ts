@@ -8,6 +8,9 @@
 // - a private /tmp and /dev/shm (tmpfs of SESSION_TMP_MIB each; /var/tmp is /tmp);
 // - /etc/passwd and /etc/group naming only root and the session's user, and /etc/resolv.conf
 //   naming the network's own resolver, all written from memory (--ro-bind-data), not from files;
+// - a devpts of its own (bubblewrap's --dev mounts a new instance) bounded to SESSION_PTYS
+//   terminals (`max=`, set by the sandbox's first step, as root inside): the host's pty pool
+//   (kernel.pty.max, counted across every instance) is not one session's to use up;
 // - the shell integration's init file read-only at /run/ptybroker/bash-init (its only copy).
 // --die-with-parent: if the session's first process (the root step, then bubblewrap itself) dies,
 // everything in the sandbox dies with it. bubblewrap runs as root here (no user namespace): the
@@ -34,6 +37,8 @@ export interface SandboxSpec {
   user: { name: string; uid: number; gid: number };
   /** egress: the nftables rules the sandbox installs in its namespace before it says ready on fd 3 and waits for go on fd 4 (network.ts); null: none */
   egressRules: string | null;
+  /** how many pseudo-terminals the sandbox may hold at once (SESSION_PTYS) */
+  ptys: number;
   /** what runs inside (the drop step) */
   command: string[];
 }
@@ -59,20 +64,26 @@ let system: string[] | undefined;
 /** Where an egress sandbox reads its nftables rules (root only, mode 0600). */
 const RULES = "/run/ptybroker/egress.nft";
 
-// Inside an egress sandbox, as root, before the drop: says "ns" on fd 3 (its namespace exists:
-// the runner attaches slirp4netns while the rules go in), installs the rules (nothing of the
-// session has run yet), says ready on fd 3, waits for the runner's go on fd 4 (slirp4netns
-// attached), then closes both and execs the drop step.
-const NETWORK_STEP = `echo ns >&3 || exit 126
-nft -f ${RULES} || exit 126
-echo ready >&3 || exit 126
-read go <&4 || exit 126
-exec 3>&- 4<&-
-exec "$@"`;
+// The sandbox's first step, inside, as root, before the drop. $0 = SESSION_PTYS. It remounts the
+// sandbox's devpts (bubblewrap's, a new instance: nosuid, noexec, mode=620, ptmxmode=0666) with
+// the same options and `max=` (a remount resets what it does not name; source and target both
+// given, so mount reads no fstab; -n: no utab). An egress sandbox, first of all, says "ns" on fd
+// 3 (its namespace exists: the runner attaches slirp4netns meanwhile), and after the remount
+// installs its rules (nothing of the session has run yet), says ready on fd 3, waits for the
+// runner's go on fd 4 (slirp4netns attached) and closes both. Then it execs the drop step.
+function firstStep(egress: boolean): string {
+  return [
+    ...(egress ? ["echo ns >&3 || exit 126"] : []),
+    'mount -n -o "remount,nosuid,noexec,mode=620,ptmxmode=0666,max=$0" devpts /dev/pts || exit 126',
+    ...(egress ? [`nft -f ${RULES} || exit 126`, "echo ready >&3 || exit 126", "read go <&4 || exit 126", "exec 3>&- 4<&-"] : []),
+    'exec "$@"',
+  ].join("\n");
+}
 
 /** bubblewrap's command line for one session, and the texts it reads from fds 5–8. */
 export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string> } {
   system ??= systemMounts();
+  if (!Number.isInteger(spec.ptys) || spec.ptys < 1) throw new Error(`unexpected pty bound ${spec.ptys}`);
   const tmpBytes = String(spec.tmpMiB * 1024 * 1024);
   const passwd = `root:x:0:0:root:/root:/usr/sbin/nologin\n${spec.user.name}:x:${spec.user.uid}:${spec.user.gid}::${SANDBOX_HOME}:/bin/bash`;
   const group = `root:x:0:\n${spec.user.name}:x:${spec.user.gid}:`;
@@ -138,7 +149,10 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
     "--chdir",
     SANDBOX_HOME,
     "--",
-    ...(spec.egressRules !== null ? ["/bin/sh", "-c", NETWORK_STEP, "sh"] : []),
+    "/bin/sh",
+    "-c",
+    firstStep(spec.egressRules !== null),
+    String(spec.ptys),
     ...spec.command,
   ];
   const data: Record<number, string> = { 5: passwd, 6: group, 7: resolv };
