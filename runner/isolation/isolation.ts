@@ -5,7 +5,7 @@
 // (launch.ts), what holds its processes (containment.ts), and, for a login bash, the shell
 // integration it starts with (runner/agent/shell-integration.ts).
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
@@ -54,6 +54,8 @@ interface SandboxParts {
   disks: TenantDisks;
   /** root-only folder of this run's per-session network fifos */
   folder: string;
+  /** an empty file in that folder, bound over the host's files in /etc a sandbox must not see */
+  empty: string;
   /** egress sessions' fifo pairs, made ahead in that folder */
   fifos: FifoStock;
 }
@@ -108,10 +110,12 @@ export class Isolation {
       for (const dead of deadRunFolders(sandboxes)) rmSync(dead, { recursive: true, force: true });
       const folder = join(sandboxes, runName);
       mkdirSync(folder, { recursive: true, mode: 0o700 });
+      const empty = join(folder, "empty");
+      writeFileSync(empty, "", { mode: 0o444 });
       const limits = await Limits.start(runName, containment.runCgroup);
       const fifos = new FifoStock(folder, tools.mkfifo);
       if (config.sandbox.network === "egress") fifos.refill();
-      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos };
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, empty, fifos };
       log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB, ptys: config.sandbox.ptys });
     } else {
       log.warn("runner.sandbox", {
@@ -186,6 +190,7 @@ export class Isolation {
       // The host's addresses as they are now: an interface added since the runner started counts too.
       egressRules: scope.network ? egressRules(sandbox.config.denyCidrs, hostAddresses()) : null,
       ptys: sandbox.config.ptys,
+      empty: sandbox.empty,
       command: inner,
     });
     const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv());

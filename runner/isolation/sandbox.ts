@@ -8,6 +8,8 @@
 // - a private /tmp and /dev/shm (tmpfs of SESSION_TMP_MIB each; /var/tmp is /tmp);
 // - /etc/passwd and /etc/group naming only root and the session's user, and /etc/resolv.conf
 //   naming the network's own resolver, all written from memory (--ro-bind-data), not from files;
+//   the host's other user and group files (useradd's backups passwd- and group-, which name every
+//   tenant's user, the shadow files, subuid and subgid) covered by an empty file each;
 // - a devpts of its own (bubblewrap's --dev mounts a new instance) bounded to SESSION_PTYS
 //   terminals (`max=`, set by the sandbox's first step, as root inside): the host's pty pool
 //   (kernel.pty.max, counted across every instance) is not one session's to use up;
@@ -16,6 +18,7 @@
 // everything in the sandbox dies with it. bubblewrap runs as root here (no user namespace): the
 // drop to the session's user is the command it runs (launch.ts, dropStep).
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import { join } from "node:path";
 
 /** Where the tenant's workspace is inside: the session user's home. */
 export const SANDBOX_HOME = "/workspace";
@@ -39,6 +42,8 @@ export interface SandboxSpec {
   egressRules: string | null;
   /** how many pseudo-terminals the sandbox may hold at once (SESSION_PTYS) */
   ptys: number;
+  /** an empty regular file on the host, bound over the host's files in /etc a sandbox must not see (HIDDEN_ETC) */
+  empty: string;
   /** what runs inside (the drop step) */
   command: string[];
 }
@@ -60,6 +65,27 @@ function systemMounts(): string[] {
 }
 
 let system: string[] | undefined;
+
+/**
+ * The host's files in /etc that a sandbox sees empty: the user and group databases but the two
+ * the sandbox has of its own (useradd's and vipw's backups name every tenant's user, with its
+ * home folder), the shadow files and the subordinate id ranges.
+ */
+export const HIDDEN_ETC = ["passwd-", "group-", "shadow", "shadow-", "gshadow", "gshadow-", "subuid", "subuid-", "subgid", "subgid-"] as const;
+
+/**
+ * Binds of `empty` over each of HIDDEN_ETC the host has now, as a regular file (looked at for each
+ * session: a backup appears with the host's first useradd). A mount needs its target to exist,
+ * and /etc is read-only in the sandbox: one the host does not have is absent inside too.
+ */
+function hiddenEtc(empty: string): string[] {
+  const args: string[] = [];
+  for (const name of HIDDEN_ETC) {
+    const path = join("/etc", name);
+    if (lstatSync(path, { throwIfNoEntry: false })?.isFile()) args.push("--ro-bind", empty, path);
+  }
+  return args;
+}
 
 /** Where an egress sandbox reads its nftables rules (root only, mode 0600). */
 const RULES = "/run/ptybroker/egress.nft";
@@ -98,6 +124,7 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
     "--hostname",
     SANDBOX_HOSTNAME,
     ...system,
+    ...hiddenEtc(spec.empty),
     "--perms",
     "0644",
     "--ro-bind-data",

@@ -98,6 +98,10 @@ function runnerUser(): { username: string; uid: number; gid: number; shell: stri
 
 /** The passwd entry of `name` (through NSS, as `getent` sees it), or null if there is none. */
 export function lookUpUser(name: string): SessionUser | null {
+  return passwdEntry(name)?.user ?? null;
+}
+
+function passwdEntry(name: string): { user: SessionUser; gecos: string } | null {
   let entry: string;
   try {
     entry = execFileSync("getent", ["passwd", name], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
@@ -106,24 +110,34 @@ export function lookUpUser(name: string): SessionUser | null {
   }
   const fields = entry.trim().split("\n")[0].split(":");
   if (fields.length < 7) return null;
-  return { name: fields[0], uid: Number(fields[2]), gid: Number(fields[3]), shell: fields[6] || TENANT_SHELL, switched: true };
+  return { user: { name: fields[0], uid: Number(fields[2]), gid: Number(fields[3]), shell: fields[6] || TENANT_SHELL, switched: true }, gecos: fields[4] };
 }
 
 const CREATE_ATTEMPTS = 10;
+/**
+ * The GECOS of every tenant's user: the same for all, naming no tenant (the host's /etc/passwd is
+ * readable by every local user and by unsandboxed sessions; the tenant is known from the name's hash only).
+ */
+export const TENANT_GECOS = "ptybroker tenant";
 
 /**
  * The tenant's user, made now if it does not exist yet: its own group (groupadd), then the user
- * (useradd: a system user, no password, home the tenant's workspace folder, shell bash). Other
- * runners on the host may be making the same user at the same moment: "already exists" (exit 9)
- * is success, and a locked /etc/passwd (another useradd at work) is tried again. Runs
- * synchronously (about 40 ms, once per tenant per runner process): a session starts in one step.
+ * (useradd: a system user, no password, home the tenant's workspace folder, shell bash, GECOS
+ * TENANT_GECOS). Other runners on the host may be making the same user at the same moment:
+ * "already exists" (exit 9) is success, and a locked /etc/passwd (another useradd at work) is
+ * tried again. Runs synchronously (about 40 ms, once per tenant per runner process): a session
+ * starts in one step. A user made by an earlier version, whose GECOS named its tenant, is given
+ * TENANT_GECOS (usermod; a failure is logged, and tried again by the next runner process).
  */
 function ensureTenantUser(tenant: string, home: string): SessionUser {
   const name = tenantUserName(tenant);
   let lastError = "";
   for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
-    const existing = lookUpUser(name);
-    if (existing) return existing;
+    const existing = passwdEntry(name);
+    if (existing) {
+      if (existing.gecos === `${TENANT_GECOS} ${tenant}`) renameGecos(tenant, name);
+      return existing.user;
+    }
     const group = run("groupadd", ["--system", name]);
     const user =
       group.status === 0 || group.status === 9
@@ -137,7 +151,7 @@ function ensureTenantUser(tenant: string, home: string): SessionUser {
             "--shell",
             TENANT_SHELL,
             "--comment",
-            `ptybroker tenant ${tenant}`,
+            TENANT_GECOS,
             name,
           ])
         : group;
@@ -151,6 +165,20 @@ function ensureTenantUser(tenant: string, home: string): SessionUser {
     blockFor(20 * attempt); // another runner holds the lock on /etc/passwd or /etc/group
   }
   throw new Error(`could not create the session user ${name} for tenant ${tenant}: ${lastError}`);
+}
+
+/** usermod --comment TENANT_GECOS, tried again while another tool holds /etc/passwd's lock. */
+function renameGecos(tenant: string, name: string): void {
+  let result = { status: -1, stderr: "" };
+  for (let attempt = 1; attempt <= CREATE_ATTEMPTS; attempt++) {
+    result = run("usermod", ["--comment", TENANT_GECOS, name]);
+    if (result.status === 0) {
+      log.info("session_user.gecos", { tenant, user: name, outcome: "renamed" });
+      return;
+    }
+    blockFor(20 * attempt);
+  }
+  log.warn("session_user.gecos", { tenant, user: name, outcome: "failed", error: result.stderr.trim() });
 }
 
 function run(command: string, args: string[]): { status: number; stderr: string } {
