@@ -42,6 +42,14 @@ describe("the root step", () => {
     expect(result.stdout).toBe("five\nsix\nseven\n");
   });
 
+  it("opens the seccomp filter's file as fd 9 for bubblewrap, and no other fd from a file", () => {
+    const bpf = join(dir, "filter.bpf");
+    writeFileSync(bpf, "bpf bytes");
+    const launch = rootStep(["/bin/sh", "-c", "cat <&9"], [], {}, {}, { 9: bpf });
+    expect(spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" }).stdout).toBe("bpf bytes");
+    expect(() => rootStep(["/bin/true"], [], {}, {}, { 5: bpf })).toThrow(/no file fd 5/);
+  });
+
   it("drops to the user with no groups, no capabilities and no_new_privs before anything of the session", () => {
     expect(dropStep("/usr/bin/setpriv", user, ["/bin/true"])).toEqual([
       "/usr/bin/setpriv",

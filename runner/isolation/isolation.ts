@@ -21,6 +21,7 @@ import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
+import { writeSeccompFilter } from "./seccomp.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
 
@@ -56,6 +57,8 @@ interface SandboxParts {
   folder: string;
   /** egress sessions' fifo pairs, made ahead in that folder */
   fifos: FifoStock;
+  /** the seccomp filter's BPF (seccomp.ts), in that folder */
+  seccomp: string;
 }
 
 interface Scope {
@@ -94,23 +97,26 @@ export class Isolation {
     }
     const setpriv = isRoot ? requireTool("setpriv", "sessions cannot be started as their own users") : null;
     const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
+    const python = sandboxed ? requireTool("python3", "RUNNER_SANDBOX=bwrap: the seccomp filter (Debian: apt-get install python3-seccomp)") : null;
     const tools = sandboxed ? networkTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
     const bashInit = shellIntegrationFile(config.workspace);
     const containment = await Containment.start({ workspace: config.workspace, runnerId: config.runnerId, isRoot });
     let parts: SandboxParts | null = null;
-    if (sandboxed && bwrap && setpriv && tools) {
+    if (sandboxed && bwrap && setpriv && tools && python) {
       const runName = `${process.pid}_${randomBytes(4).toString("hex")}`;
       const sandboxes = join(stateFolder(config.workspace, isRoot), "sandbox");
       for (const dead of deadRunFolders(sandboxes)) rmSync(dead, { recursive: true, force: true });
       const folder = join(sandboxes, runName);
       mkdirSync(folder, { recursive: true, mode: 0o700 });
+      const seccomp = join(folder, "seccomp.bpf");
+      const seccompInstructions = writeSeccompFilter(python, seccomp);
       const limits = await Limits.start(runName, containment.runCgroup);
       const fifos = new FifoStock(folder, tools.mkfifo);
       if (config.sandbox.network === "egress") fifos.refill();
-      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos };
-      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB });
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos, seccomp };
+      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB, seccompInstructions });
     } else {
       log.warn("runner.sandbox", {
         sandbox: "none",
@@ -174,18 +180,19 @@ export class Isolation {
     if (network === "egress") scope.network = new EgressNetwork(sandbox.fifos.take(), sandbox.network);
     const enter = folders.target === folders.root ? null : folders.target;
     const inner = dropStep(sandbox.setpriv, user, sessionStep({ env, enter, command: spec.command, args }));
-    const { args: bwrapArgs, data } = sandboxCommand({
+    const { args: bwrapArgs, data, files } = sandboxCommand({
       bwrap: sandbox.bwrap,
       workspace: hostRoot,
       tmpMiB: sandbox.config.tmpMiB,
       network,
       bashInit: this.bashInit,
       user,
+      seccomp: sandbox.seccomp,
       // The host's addresses as they are now: an interface added since the runner started counts too.
       egressRules: scope.network ? egressRules(sandbox.config.denyCidrs, hostAddresses()) : null,
       command: inner,
     });
-    const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv());
+    const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv(), files);
     return { command: launch.command, args: launch.args, cwd: "/", env: launch.env, terminalOwner, shellIntegration };
   }
 

@@ -50,7 +50,8 @@ export const ROOT_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: 
 
 // Step 1. $0 = the cgroup.procs files to join, ":"-separated ("" for none); then the command.
 // Data for bubblewrap's --ro-bind-data (sandbox.ts) arrives on fds 5 to 8, opened here from
-// $PTYB_DATA_<n> (heredocs: no file on disk).
+// $PTYB_DATA_<n> (heredocs: no file on disk); the seccomp filter's BPF on fd 9, from the file
+// $PTYB_FILE_9 (binary, so a file: root-only, in the run's folder).
 const ROOT_STEP = [
   // Ignored, not trapped: an ignored signal stays ignored across exec, so a Ctrl+C typed while
   // the sandbox is set up (an egress network takes a moment) ends neither this step nor
@@ -59,6 +60,7 @@ const ROOT_STEP = [
   'IFS=:; for p in $0; do echo $$ > "$p" || exit 126; done; unset IFS',
   // An egress network's fifos (network.ts): fd 3 says the sandbox is ready, fd 4 says go.
   'if [ -n "$PTYB_INFO" ]; then exec 3>"$PTYB_INFO" 4<"$PTYB_GO" || exit 126; fi',
+  'if [ -n "$PTYB_FILE_9" ]; then exec 9<"$PTYB_FILE_9" || exit 126; fi',
   'exec "$@" 5<<EOF5 6<<EOF6 7<<EOF7 8<<EOF8',
   "$PTYB_DATA_5",
   "EOF5",
@@ -75,7 +77,7 @@ const ROOT_STEP = [
 // each folder of PATH in turn (an empty entry is the cwd); the first regular file the user may
 // execute wins; if none, a candidate that exists makes it 126, else 127. The shell's `exec` then
 // runs it by the same search. Tools are named by absolute path: PATH is the session's.
-const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&- 8<&-
+const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&- 8<&- 9<&-
 if [ -n "$0" ]; then /bin/mkdir -p -- "$0" && cd -- "$0" || exit 1; fi
 c=$1 e=127 m="command not found"
 case $c in
@@ -115,14 +117,25 @@ export function dropStep(setpriv: string, user: { uid: number; gid: number }, th
 
 /**
  * Step 1 around `inner` (bubblewrap's command line, or the drop step): joins `cgroupProcs`, opens
- * `data` (fd → text) for bubblewrap, then execs `inner`; the environment is ROOT_ENV.
+ * `data` (fd → text) and `files` (fd → path: 9 only) for bubblewrap, then execs `inner`; the
+ * environment is ROOT_ENV.
  */
-export function rootStep(inner: string[], cgroupProcs: string[], data: Record<number, string> = {}, fifos: Record<string, string> = {}): Launch {
+export function rootStep(
+  inner: string[],
+  cgroupProcs: string[],
+  data: Record<number, string> = {},
+  fifos: Record<string, string> = {},
+  files: Record<number, string> = {},
+): Launch {
   for (const path of cgroupProcs) if (path.includes(":")) throw new Error(`unexpected cgroup path ${path}`);
   const env: Record<string, string> = { ...ROOT_ENV, ...fifos };
   for (const [fd, text] of Object.entries(data)) {
     if (!["5", "6", "7", "8"].includes(fd)) throw new Error(`no data fd ${fd}`);
     env[`PTYB_DATA_${fd}`] = text;
+  }
+  for (const [fd, path] of Object.entries(files)) {
+    if (fd !== "9") throw new Error(`no file fd ${fd}`);
+    env[`PTYB_FILE_${fd}`] = path;
   }
   return { command: "/bin/sh", args: ["-c", ROOT_STEP, cgroupProcs.join(":"), ...inner], env };
 }

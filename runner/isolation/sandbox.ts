@@ -9,6 +9,7 @@
 // - /etc/passwd and /etc/group naming only root and the session's user, and /etc/resolv.conf
 //   naming the network's own resolver, all written from memory (--ro-bind-data), not from files;
 // - the shell integration's init file read-only at /run/ptybroker/bash-init (its only copy).
+// - the seccomp filter (seccomp.ts, seccomp-profile.py) on what bubblewrap runs: read from fd 9.
 // --die-with-parent: if the session's first process (the root step, then bubblewrap itself) dies,
 // everything in the sandbox dies with it. bubblewrap runs as root here (no user namespace): the
 // drop to the session's user is the command it runs (launch.ts, dropStep).
@@ -32,6 +33,8 @@ export interface SandboxSpec {
   /** the shell integration's init file on the host, or null */
   bashInit: string | null;
   user: { name: string; uid: number; gid: number };
+  /** the seccomp filter's BPF on the host (root-only): the root step opens it as fd 9 */
+  seccomp: string;
   /** egress: the nftables rules the sandbox installs in its namespace before it says ready on fd 3 and waits for go on fd 4 (network.ts); null: none */
   egressRules: string | null;
   /** what runs inside (the drop step) */
@@ -70,8 +73,11 @@ read go <&4 || exit 126
 exec 3>&- 4<&-
 exec "$@"`;
 
-/** bubblewrap's command line for one session, and the texts it reads from fds 5–8. */
-export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string> } {
+/** The fd bubblewrap reads the seccomp filter from. */
+export const SECCOMP_FD = 9;
+
+/** bubblewrap's command line for one session, the texts it reads from fds 5–8 and the file it reads from fd 9. */
+export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string>; files: Record<number, string> } {
   system ??= systemMounts();
   const tmpBytes = String(spec.tmpMiB * 1024 * 1024);
   const passwd = `root:x:0:0:root:/root:/usr/sbin/nologin\n${spec.user.name}:x:${spec.user.uid}:${spec.user.gid}::${SANDBOX_HOME}:/bin/bash`;
@@ -84,6 +90,8 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
     "--unshare-net",
     "--unshare-cgroup",
     "--die-with-parent",
+    "--seccomp",
+    String(SECCOMP_FD),
     "--hostname",
     SANDBOX_HOSTNAME,
     ...system,
@@ -143,5 +151,5 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
   ];
   const data: Record<number, string> = { 5: passwd, 6: group, 7: resolv };
   if (spec.egressRules !== null) data[8] = spec.egressRules;
-  return { args: [spec.bwrap, ...args], data };
+  return { args: [spec.bwrap, ...args], data, files: { [SECCOMP_FD]: spec.seccomp } };
 }
