@@ -16,7 +16,7 @@ import { installShellIntegration, integratedBashArgs, isLoginBash } from "../age
 import { Containment } from "./containment.js";
 import { FifoStock } from "./fifo-stock.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
+import { type Launch, dropStep, keyringStep, requireTool, rootStep, sessionStep } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
@@ -59,6 +59,8 @@ interface SandboxParts {
   fifos: FifoStock;
   /** the seccomp filter's BPF (seccomp.ts), in that folder */
   seccomp: string;
+  /** the system's python3: the seccomp filter and each session's fresh keyring */
+  python: string;
 }
 
 interface Scope {
@@ -115,7 +117,7 @@ export class Isolation {
       const limits = await Limits.start(runName, containment.runCgroup);
       const fifos = new FifoStock(folder, tools.mkfifo);
       if (config.sandbox.network === "egress") fifos.refill();
-      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos, seccomp };
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, fifos, seccomp, python };
       log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB, seccompInstructions });
     } else {
       log.warn("runner.sandbox", {
@@ -192,7 +194,7 @@ export class Isolation {
       egressRules: scope.network ? egressRules(sandbox.config.denyCidrs, hostAddresses()) : null,
       command: inner,
     });
-    const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv(), files);
+    const launch = rootStep(keyringStep(sandbox.python, bwrapArgs), cgroupProcs, data, scope.network?.rootEnv(), files);
     return { command: launch.command, args: launch.args, cwd: "/", env: launch.env, terminalOwner, shellIntegration };
   }
 

@@ -5,6 +5,8 @@
 //      the session's cgroups (`echo $$ > cgroup.procs`) before anything of the session runs, so
 //      that everything it starts is contained and limited, then replaces itself with bubblewrap
 //      (sandbox.ts) or, without a sandbox, directly with step 2. The pid stays the session leader's.
+//      Before bubblewrap, the keyring step (keyringStep) gives the session a fresh, empty session
+//      keyring of its own, so that nothing of the runner's keyring is possessed inside.
 //   2. The drop (inside the sandbox, still root): setpriv (util-linux) switches real, effective
 //      and saved uid and gid, clears every supplementary group, empties the capability bounding
 //      and inheritable sets and sets no_new_privs, so that no setuid program gives root back.
@@ -93,6 +95,23 @@ case $c in
 esac
 printf 'ptybroker: %s: %s\\n' "$c" "$m"
 exit $e`;
+
+// The keyring step: joins a new anonymous session keyring (KEYCTL_JOIN_SESSION_KEYRING, name NULL),
+// then execs the rest. Python's ctypes (the system's python3, -I -S: nothing from the environment
+// or site folders), since no shell can, and seccomp refuses keyctl once inside the sandbox. Python
+// ignores SIGPIPE and SIGXFSZ at its start: both get their defaults back before the exec (the
+// root step has them at their defaults; INT, QUIT and TSTP stay ignored, as the root step left them).
+const KEYRING_STEP = `import ctypes,os,platform,signal,sys
+nr={"x86_64":250,"aarch64":219}.get(platform.machine())
+if nr is None or ctypes.CDLL(None,use_errno=True).syscall(nr,1,None)<0:
+  sys.stderr.write("ptybroker: no session keyring of its own\\n");sys.exit(126)
+signal.signal(signal.SIGPIPE,signal.SIG_DFL);signal.signal(signal.SIGXFSZ,signal.SIG_DFL)
+os.execv(sys.argv[1],sys.argv[1:])`;
+
+/** The keyring step's command line: a fresh session keyring, then `then` (run as root, before bubblewrap). */
+export function keyringStep(python: string, then: string[]): string[] {
+  return [python, "-I", "-S", "-c", KEYRING_STEP, ...then];
+}
 
 /** Step 3's command line: `env -i` with exactly `env`, then the session step. */
 export function sessionStep(options: { env: Record<string, string>; enter: string | null; command: string; args: string[] }): string[] {
