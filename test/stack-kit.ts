@@ -34,6 +34,8 @@ export interface SuiteRunner {
   capacity?: number;
   /** Its environment on top of the stack's (REDIS_URL when the stack has a Redis). */
   env?: Record<string, string>;
+  /** Started through this command line (scripts/stack.ts, RunnerOptions.wrap). */
+  wrap?: string[];
 }
 
 export interface SuiteStackOptions {
@@ -150,6 +152,7 @@ export async function startSuiteStack(options: SuiteStackOptions, cleanup?: Suit
           runnerToken,
           runnerId: runner.runnerId,
           capacity: runner.capacity,
+          wrap: runner.wrap,
           env: { ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }), ...runner.env },
         });
         cleanup?.runner(started);
