@@ -26,7 +26,7 @@ describe("chooseSandbox", () => {
         "!! WARNING: sessions run UNSANDBOXED (RUNNER_SANDBOX=none).",
         "!! bwrap not found in /usr/bin, /bin, /usr/sbin, /sbin: the sandbox needs them.",
         ...RISK,
-        "!! Install them: sudo apt-get install bubblewrap slirp4netns nftables",
+        "!! Install them: sudo apt-get install bubblewrap slirp4netns nftables python3-seccomp",
         RULE,
       ].join("\n"),
     });
@@ -63,7 +63,7 @@ describe("chooseSandbox", () => {
         "!! bwrap, slirp4netns, nft not found in /usr/bin, /bin, /usr/sbin, /sbin: the sandbox needs them.",
         "!! npm start is not running as root: the sandbox needs root (namespaces, cgroups, mounts).",
         ...RISK,
-        "!! Install them: sudo apt-get install bubblewrap slirp4netns nftables",
+        "!! Install them: sudo apt-get install bubblewrap slirp4netns nftables python3-seccomp",
         "!! Run npm start as root.",
         RULE,
       ].join("\n"),

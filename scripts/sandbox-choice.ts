@@ -6,13 +6,15 @@
 // sandbox (not root, or a program missing), so that a first `npm start` works, and says so
 // loudly: sessions then run on the machine as they are. `chooseSandbox` is the decision (pure,
 // tested in sandbox-choice.test.ts); `findProgram` and `sandboxFacts` read the machine.
+import { spawnSync } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
 
 /**
  * The programs of the sandbox a system may lack (setpriv, nsenter and mkfifo come with every
  * Debian): bubblewrap; slirp4netns and nft for a session's network (the runner refuses to start
- * without any of them unless RUNNER_SANDBOX=none).
+ * without any of them unless RUNNER_SANDBOX=none). Also missing then: python3-seccomp, the
+ * system python3's libseccomp bindings (hasPythonSeccomp).
  */
 export const SANDBOX_PROGRAMS = ["bwrap", "slirp4netns", "nft"] as const;
 
@@ -20,7 +22,7 @@ export const SANDBOX_PROGRAMS = ["bwrap", "slirp4netns", "nft"] as const;
 export const SYSTEM_FOLDERS = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
 
 /** What installs them (Debian's packages; nftables holds a session's deny list). */
-export const SANDBOX_INSTALL = "sudo apt-get install bubblewrap slirp4netns nftables";
+export const SANDBOX_INSTALL = "sudo apt-get install bubblewrap slirp4netns nftables python3-seccomp";
 
 export interface SandboxFacts {
   /** RUNNER_SANDBOX as set in npm start's environment; undefined or "" when not set. */
@@ -91,11 +93,17 @@ export function findProgram(name: string, folders: string[] = SYSTEM_FOLDERS): s
   });
 }
 
+/** Whether the system's python3 has libseccomp's bindings (the sandbox's seccomp filter, runner/isolation/seccomp.ts). */
+export function hasPythonSeccomp(): boolean {
+  const python = findProgram("python3");
+  return python !== undefined && spawnSync(python, ["-I", "-c", "import seccomp"], { stdio: "ignore" }).status === 0;
+}
+
 /** The facts of this machine and this process. */
 export function sandboxFacts(env: NodeJS.ProcessEnv = process.env): SandboxFacts {
   return {
     asked: env.RUNNER_SANDBOX,
     root: process.getuid?.() === 0,
-    missing: SANDBOX_PROGRAMS.filter((name) => !findProgram(name)),
+    missing: [...SANDBOX_PROGRAMS.filter((name) => !findProgram(name)), ...(hasPythonSeccomp() ? [] : ["python3-seccomp"])],
   };
 }

@@ -270,6 +270,8 @@ export interface RunnerOptions {
   echo?: boolean;
   /** descriptors the runner inherits beyond stdio: runner fd → this process's fd (manage) */
   fds?: Record<number, number>;
+  /** A command line the runner is started through (it execs the rest, as a service manager would): e.g. one that joins a keyring. */
+  wrap?: string[];
 }
 
 /**
@@ -292,14 +294,8 @@ export function startRunner(options: RunnerOptions): ManagedProcess {
   // PTYB_RUNNER_NODE_ARGS: Node options for the runners only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   // to profile them under `npm run bench` (Node refuses --cpu-prof in NODE_OPTIONS).
   const nodeArgs = (process.env.PTYB_RUNNER_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  return manage(
-    process.execPath,
-    [...nodeArgs, "--import", "tsx", join(ROOT, "runner/main.ts")],
-    env,
-    options.echo,
-    { signal: "SIGINT", graceMs: 15_000 },
-    options.fds,
-  );
+  const command = [...(options.wrap ?? []), process.execPath, ...nodeArgs, "--import", "tsx", join(ROOT, "runner/main.ts")];
+  return manage(command[0] as string, command.slice(1), env, options.echo, { signal: "SIGINT", graceMs: 15_000 }, options.fds);
 }
 
 /** Resolves once `count` runners have registered with the edge at `url`; rejects at the deadline. */

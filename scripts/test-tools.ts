@@ -4,7 +4,8 @@
 // asciinema (test/recording.test.ts plays recordings back with `asciinema cat`); and the programs
 // the runner builds each session's sandbox with (runner/isolation/, docs/security.md): bwrap
 // (bubblewrap), slirp4netns, nft (nftables), mkfs.ext4 (e2fsprogs), losetup and mount (Debian's
-// `mount`), nsenter and setpriv (util-linux), ip (iproute2).
+// `mount`), nsenter and setpriv (util-linux), ip (iproute2), and python3-seccomp (the system's
+// /usr/bin/python3 with libseccomp's bindings: the sandbox's seccomp filter and fresh keyring).
 //
 // `tsx scripts/test-tools.ts` (npm's `pretest`) finds each one, or provides it from Debian's
 // packages, and writes where it is to node_modules/.cache/ptybroker-test-tools/tools.json:
@@ -43,13 +44,19 @@ export type Tool =
   | "mount"
   | "nsenter"
   | "setpriv"
-  | "ip";
+  | "ip"
+  | "python3-seccomp";
 
 /**
  * Per program: its Debian package, who needs it (for messages), and either the real binary inside
- * the package (step 3 can unpack it) or `system` (only from the system: steps 1, 2 and 4).
+ * the package (step 3 can unpack it) or `system` (only from the system: steps 1, 2 and 4). A
+ * `program` other than the name, and a `probe` (its arguments) that must succeed: a package that
+ * is a module of a program rather than a program (python3-seccomp: /usr/bin/python3 importing it).
  */
-type ToolSource = { pkg: string; for: string } & ({ binary: string; system?: undefined } | { system: true; binary?: undefined });
+type ToolSource = { pkg: string; for: string; program?: string; probe?: string[] } & (
+  | { binary: string; system?: undefined }
+  | { system: true; binary?: undefined }
+);
 
 const SANDBOX = "the runner's session sandbox (runner/isolation/)";
 
@@ -72,6 +79,7 @@ const TOOLS: Record<Tool, ToolSource> = {
   nsenter: { pkg: "util-linux", system: true, for: SANDBOX },
   setpriv: { pkg: "util-linux", system: true, for: SANDBOX },
   ip: { pkg: "iproute2", system: true, for: SANDBOX },
+  "python3-seccomp": { pkg: "python3-seccomp", system: true, program: "python3", probe: ["-I", "-c", "import seccomp"], for: SANDBOX },
 };
 const NAMES = Object.keys(TOOLS) as Tool[];
 
@@ -94,9 +102,12 @@ export function toolPath(name: Tool): string {
  * sandbox's programs only where the runner takes them from: the system's folders, never PATH.
  */
 function onPath(name: Tool): string | undefined {
-  const dirs = TOOLS[name].system ? ["/usr/bin", "/bin", "/usr/sbin", "/sbin"] : (process.env.PATH ?? "").split(delimiter).filter(Boolean);
+  const { system, program = name, probe } = TOOLS[name];
+  const dirs = system ? ["/usr/bin", "/bin", "/usr/sbin", "/sbin"] : (process.env.PATH ?? "").split(delimiter).filter(Boolean);
   if (name === "chromium") dirs.push("/usr/bin");
-  return dirs.map((dir) => join(dir, name)).find(executable);
+  const path = dirs.map((dir) => join(dir, program)).find(executable);
+  if (path && probe && spawnSync(path, probe, { stdio: "ignore" }).status !== 0) return undefined;
+  return path;
 }
 
 function executable(path: string): boolean {

@@ -36,6 +36,8 @@ export interface SuiteRunner {
   env?: Record<string, string>;
   /** Descriptors it inherits beyond stdio: runner fd → the test's fd (scripts/stack.ts, manage). */
   fds?: Record<number, number>;
+  /** Started through this command line (scripts/stack.ts, RunnerOptions.wrap). */
+  wrap?: string[];
 }
 
 export interface SuiteStackOptions {
@@ -152,6 +154,7 @@ export async function startSuiteStack(options: SuiteStackOptions, cleanup?: Suit
           runnerToken,
           runnerId: runner.runnerId,
           capacity: runner.capacity,
+          wrap: runner.wrap,
           env: { ...(redisUrl === undefined ? {} : { REDIS_URL: redisUrl }), ...runner.env },
           fds: runner.fds,
         });

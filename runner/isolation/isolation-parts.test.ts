@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cgroup2Mount, cgroupName } from "./cgroup.js";
 import { sessionEnv, sessionFolders } from "./environment.js";
-import { ROOT_ENV, dropStep, rootStep, sessionStep } from "./launch.js";
+import { ROOT_ENV, dropStep, keyringStep, rootStep, sessionStep } from "./launch.js";
 import { tenantUserName } from "./session-user.js";
 
 const dir = mkdtempSync(join(tmpdir(), "isolation-parts-"));
@@ -64,6 +64,27 @@ describe("the root step", () => {
     const launch = rootStep(["/bin/sh", "-c", "cat <&5; cat <&6; cat <&7"], [], { 5: "five", 6: "six", 7: "seven" });
     const result = spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" });
     expect(result.stdout).toBe("five\nsix\nseven\n");
+  });
+
+  it("opens the seccomp filter's file as fd 9 for bubblewrap, and no other fd from a file", () => {
+    const bpf = join(dir, "filter.bpf");
+    writeFileSync(bpf, "bpf bytes");
+    const launch = rootStep(["/bin/sh", "-c", "cat <&9"], [], {}, {}, { 9: bpf });
+    expect(spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" }).stdout).toBe("bpf bytes");
+    expect(() => rootStep(["/bin/true"], [], {}, {}, { 5: bpf })).toThrow(/no file fd 5/);
+  });
+
+  it("the keyring step: a new session keyring, the root step's signal dispositions, then the command", () => {
+    const python = "/usr/bin/python3";
+    const read = "grep -E '^SigIgn' /proc/self/status; /usr/bin/python3 -c 'import ctypes;print(ctypes.CDLL(None).syscall(250,0,-3,0))'";
+    const own = spawnSync(python, ["-c", "import ctypes;print(ctypes.CDLL(None).syscall(250,0,-3,0))"], { encoding: "utf8" }).stdout;
+    const launch = rootStep(keyringStep(python, ["/bin/sh", "-c", read]), []);
+    const result = spawnSync(launch.command, launch.args, { env: launch.env, encoding: "utf8" });
+    const [sigIgn, keyring] = result.stdout.trim().split("\n");
+    // INT, QUIT and TSTP as the root step left them (ignored); SIGPIPE and SIGXFSZ not (python ignores both).
+    expect(sigIgn).toBe("SigIgn:\t0000000000080006");
+    expect(Number(keyring)).toBeGreaterThan(0);
+    expect(keyring).not.toBe(own.trim());
   });
 
   it("drops to the user with no groups, no capabilities and no_new_privs before anything of the session", () => {

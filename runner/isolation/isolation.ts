@@ -16,11 +16,12 @@ import { installShellIntegration, integratedBashArgs, isLoginBash } from "../age
 import { Containment } from "./containment.js";
 import { FifoStock } from "./fifo-stock.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { type Launch, ROOT_SHELL, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
+import { type Launch, ROOT_SHELL, dropStep, keyringStep, requireTool, rootStep, sessionStep } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
+import { writeSeccompFilter } from "./seccomp.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
 
@@ -58,6 +59,10 @@ interface SandboxParts {
   empty: string;
   /** egress sessions' fifo pairs, made ahead in that folder */
   fifos: FifoStock;
+  /** the seccomp filter's BPF (seccomp.ts), in that folder */
+  seccomp: string;
+  /** the system's python3: the seccomp filter and each session's fresh keyring */
+  python: string;
 }
 
 interface Scope {
@@ -98,13 +103,14 @@ export class Isolation {
     if (isRoot && !existsSync(ROOT_SHELL)) throw new Error(`sessions cannot be started as their own users: ${ROOT_SHELL} is required (it closes what the runner inherited)`);
     const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
     if (sandboxed) requireTool("mount", "RUNNER_SANDBOX=bwrap (util-linux: it bounds a sandbox's ptys)");
+    const python = sandboxed ? requireTool("python3", "RUNNER_SANDBOX=bwrap: the seccomp filter (Debian: apt-get install python3-seccomp)") : null;
     const tools = sandboxed ? networkTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
     if (isRoot) prepareWorkspaceRoot(config.workspace);
     const bashInit = shellIntegrationFile(config.workspace);
     const containment = await Containment.start({ workspace: config.workspace, runnerId: config.runnerId, isRoot });
     let parts: SandboxParts | null = null;
-    if (sandboxed && bwrap && setpriv && tools) {
+    if (sandboxed && bwrap && setpriv && tools && python) {
       const runName = `${process.pid}_${randomBytes(4).toString("hex")}`;
       const sandboxes = join(stateFolder(config.workspace, isRoot), "sandbox");
       for (const dead of deadRunFolders(sandboxes)) rmSync(dead, { recursive: true, force: true });
@@ -112,11 +118,15 @@ export class Isolation {
       mkdirSync(folder, { recursive: true, mode: 0o700 });
       const empty = join(folder, "empty");
       writeFileSync(empty, "", { mode: 0o444 });
+      const seccomp = join(folder, "seccomp.bpf");
+      const seccompInstructions = writeSeccompFilter(python, seccomp);
       const limits = await Limits.start(runName, containment.runCgroup);
       const fifos = new FifoStock(folder, tools.mkfifo);
       if (config.sandbox.network === "egress") fifos.refill();
-      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks: new TenantDisks(config.workspace, config.sandbox.diskMiB), folder, empty, fifos };
-      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network: config.sandbox.network, diskMiB: config.sandbox.diskMiB, ptys: config.sandbox.ptys });
+      const disks = new TenantDisks(config.workspace, config.sandbox.diskMiB);
+      parts = { config: config.sandbox, bwrap, setpriv, network: tools, limits, disks, folder, empty, fifos, seccomp, python };
+      const { network, diskMiB, ptys } = config.sandbox;
+      log.info("runner.sandbox", { sandbox: "bwrap", limits: limits.layout, network, diskMiB, ptys, seccompInstructions });
     } else {
       log.warn("runner.sandbox", {
         sandbox: "none",
@@ -180,20 +190,21 @@ export class Isolation {
     if (network === "egress") scope.network = new EgressNetwork(sandbox.fifos.take(), sandbox.network);
     const enter = folders.target === folders.root ? null : folders.target;
     const inner = dropStep(sandbox.setpriv, user, sessionStep({ env, enter, command: spec.command, args }));
-    const { args: bwrapArgs, data } = sandboxCommand({
+    const { args: bwrapArgs, data, files } = sandboxCommand({
       bwrap: sandbox.bwrap,
       workspace: hostRoot,
       tmpMiB: sandbox.config.tmpMiB,
       network,
       bashInit: this.bashInit,
       user,
+      seccomp: sandbox.seccomp,
       // The host's addresses as they are now: an interface added since the runner started counts too.
       egressRules: scope.network ? egressRules(sandbox.config.denyCidrs, hostAddresses()) : null,
       ptys: sandbox.config.ptys,
       empty: sandbox.empty,
       command: inner,
     });
-    const launch = rootStep(bwrapArgs, cgroupProcs, data, scope.network?.rootEnv());
+    const launch = rootStep(keyringStep(sandbox.python, bwrapArgs), cgroupProcs, data, scope.network?.rootEnv(), files);
     return { command: launch.command, args: launch.args, cwd: "/", env: launch.env, terminalOwner, shellIntegration };
   }
 

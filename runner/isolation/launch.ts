@@ -8,6 +8,8 @@
 //      the session's cgroups (`echo $$ > cgroup.procs`) before anything of the session runs, so
 //      that everything it starts is contained and limited, then replaces itself with bubblewrap
 //      (sandbox.ts) or, without a sandbox, directly with step 2. The pid stays the session leader's.
+//      Before bubblewrap, the keyring step (keyringStep) gives the session a fresh, empty session
+//      keyring of its own, so that nothing of the runner's keyring is possessed inside.
 //   2. The drop (inside the sandbox, still root, after the sandbox's first step: sandbox.ts): setpriv (util-linux) switches real, effective
 //      and saved uid and gid, clears every supplementary group, empties the capability bounding
 //      and inheritable sets and sets no_new_privs, so that no setuid program gives root back.
@@ -72,7 +74,8 @@ export const ROOT_SHELL = "/bin/bash";
 
 // Step 1, second part. $0 = the cgroup.procs files to join, ":"-separated ("" for none); then the command.
 // Data for bubblewrap's --ro-bind-data (sandbox.ts) arrives on fds 5 to 8, opened here from
-// $PTYB_DATA_<n> (heredocs: no file on disk).
+// $PTYB_DATA_<n> (heredocs: no file on disk); the seccomp filter's BPF on fd 9, from the file
+// $PTYB_FILE_9 (binary, so a file: root-only, in the run's folder).
 const ROOT_STEP = [
   // Ignored, not trapped: an ignored signal stays ignored across exec, so a Ctrl+C typed while
   // the sandbox is set up (an egress network takes a moment) ends neither this step nor
@@ -81,6 +84,7 @@ const ROOT_STEP = [
   'IFS=:; for p in $0; do echo $$ > "$p" || exit 126; done; unset IFS',
   // An egress network's fifos (network.ts): fd 3 says the sandbox is ready, fd 4 says go.
   'if [ -n "$PTYB_INFO" ]; then exec 3>"$PTYB_INFO" 4<"$PTYB_GO" || exit 126; fi',
+  'if [ -n "$PTYB_FILE_9" ]; then exec 9<"$PTYB_FILE_9" || exit 126; fi',
   'exec "$@" 5<<EOF5 6<<EOF6 7<<EOF7 8<<EOF8',
   "$PTYB_DATA_5",
   "EOF5",
@@ -97,7 +101,7 @@ const ROOT_STEP = [
 // each folder of PATH in turn (an empty entry is the cwd); the first regular file the user may
 // execute wins; if none, a candidate that exists makes it 126, else 127. The shell's `exec` then
 // runs it by the same search. Tools are named by absolute path: PATH is the session's.
-const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&- 8<&-
+const SESSION_STEP = `exec 3>&- 4>&- 5<&- 6<&- 7<&- 8<&- 9<&-
 if [ -n "$0" ]; then /bin/mkdir -p -- "$0" && cd -- "$0" || exit 1; fi
 c=$1 e=127 m="command not found"
 case $c in
@@ -113,6 +117,23 @@ case $c in
 esac
 printf 'ptybroker: %s: %s\\n' "$c" "$m"
 exit $e`;
+
+// The keyring step: joins a new anonymous session keyring (KEYCTL_JOIN_SESSION_KEYRING, name NULL),
+// then execs the rest. Python's ctypes (the system's python3, -I -S: nothing from the environment
+// or site folders), since no shell can, and seccomp refuses keyctl once inside the sandbox. Python
+// ignores SIGPIPE and SIGXFSZ at its start: both get their defaults back before the exec (the
+// root step has them at their defaults; INT, QUIT and TSTP stay ignored, as the root step left them).
+const KEYRING_STEP = `import ctypes,os,platform,signal,sys
+nr={"x86_64":250,"aarch64":219}.get(platform.machine())
+if nr is None or ctypes.CDLL(None,use_errno=True).syscall(nr,1,None)<0:
+  sys.stderr.write("ptybroker: no session keyring of its own\\n");sys.exit(126)
+signal.signal(signal.SIGPIPE,signal.SIG_DFL);signal.signal(signal.SIGXFSZ,signal.SIG_DFL)
+os.execv(sys.argv[1],sys.argv[1:])`;
+
+/** The keyring step's command line: a fresh session keyring, then `then` (run as root, before bubblewrap). */
+export function keyringStep(python: string, then: string[]): string[] {
+  return [python, "-I", "-S", "-c", KEYRING_STEP, ...then];
+}
 
 /** Step 3's command line: `env -i` with exactly `env`, then the session step. */
 export function sessionStep(options: { env: Record<string, string>; enter: string | null; command: string; args: string[] }): string[] {
@@ -137,15 +158,26 @@ export function dropStep(setpriv: string, user: { uid: number; gid: number }, th
 
 /**
  * Step 1 around `inner` (bubblewrap's command line, or the drop step): closes every inherited fd
- * above 2, joins `cgroupProcs`, opens `data` (fd → text) for bubblewrap, then execs `inner`; the
+ * above 2, joins `cgroupProcs`, opens `data` (fd → text) and `files` (fd → path: 9 only) for
+ * bubblewrap, then execs `inner`; the
  * environment is ROOT_ENV.
  */
-export function rootStep(inner: string[], cgroupProcs: string[], data: Record<number, string> = {}, fifos: Record<string, string> = {}): Launch {
+export function rootStep(
+  inner: string[],
+  cgroupProcs: string[],
+  data: Record<number, string> = {},
+  fifos: Record<string, string> = {},
+  files: Record<number, string> = {},
+): Launch {
   for (const path of cgroupProcs) if (path.includes(":")) throw new Error(`unexpected cgroup path ${path}`);
   const env: Record<string, string> = { ...ROOT_ENV, ...fifos };
   for (const [fd, text] of Object.entries(data)) {
     if (!["5", "6", "7", "8"].includes(fd)) throw new Error(`no data fd ${fd}`);
     env[`PTYB_DATA_${fd}`] = text;
+  }
+  for (const [fd, path] of Object.entries(files)) {
+    if (fd !== "9") throw new Error(`no file fd ${fd}`);
+    env[`PTYB_FILE_${fd}`] = path;
   }
   // --norc: bash reads ~/.bashrc (root's) even with -c when its stdin is a socket, as a pipe
   // session's is (Node's pipes are socket pairs), taking itself to be run by rshd.

@@ -14,6 +14,7 @@
 //   terminals (`max=`, set by the sandbox's first step, as root inside): the host's pty pool
 //   (kernel.pty.max, counted across every instance) is not one session's to use up;
 // - the shell integration's init file read-only at /run/ptybroker/bash-init (its only copy).
+// - the seccomp filter (seccomp.ts, seccomp-profile.py) on what bubblewrap runs: read from fd 9.
 // --die-with-parent: if the session's first process (the root step, then bubblewrap itself) dies,
 // everything in the sandbox dies with it. bubblewrap runs as root here (no user namespace): the
 // drop to the session's user is the command it runs (launch.ts, dropStep).
@@ -38,6 +39,8 @@ export interface SandboxSpec {
   /** the shell integration's init file on the host, or null */
   bashInit: string | null;
   user: { name: string; uid: number; gid: number };
+  /** the seccomp filter's BPF on the host (root-only): the root step opens it as fd 9 */
+  seccomp: string;
   /** egress: the nftables rules the sandbox installs in its namespace before it says ready on fd 3 and waits for go on fd 4 (network.ts); null: none */
   egressRules: string | null;
   /** how many pseudo-terminals the sandbox may hold at once (SESSION_PTYS) */
@@ -106,8 +109,11 @@ function firstStep(egress: boolean): string {
   ].join("\n");
 }
 
-/** bubblewrap's command line for one session, and the texts it reads from fds 5–8. */
-export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string> } {
+/** The fd bubblewrap reads the seccomp filter from. */
+export const SECCOMP_FD = 9;
+
+/** bubblewrap's command line for one session, the texts it reads from fds 5–8 and the file it reads from fd 9. */
+export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Record<number, string>; files: Record<number, string> } {
   system ??= systemMounts();
   if (!Number.isInteger(spec.ptys) || spec.ptys < 1) throw new Error(`unexpected pty bound ${spec.ptys}`);
   const tmpBytes = String(spec.tmpMiB * 1024 * 1024);
@@ -121,6 +127,8 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
     "--unshare-net",
     "--unshare-cgroup",
     "--die-with-parent",
+    "--seccomp",
+    String(SECCOMP_FD),
     "--hostname",
     SANDBOX_HOSTNAME,
     ...system,
@@ -184,5 +192,5 @@ export function sandboxCommand(spec: SandboxSpec): { args: string[]; data: Recor
   ];
   const data: Record<number, string> = { 5: passwd, 6: group, 7: resolv };
   if (spec.egressRules !== null) data[8] = spec.egressRules;
-  return { args: [spec.bwrap, ...args], data };
+  return { args: [spec.bwrap, ...args], data, files: { [SECCOMP_FD]: spec.seccomp } };
 }
