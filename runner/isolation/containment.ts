@@ -15,6 +15,7 @@ import { log } from "../../shared/log.js";
 import { cgroup2Mount, cgroupName, endCgroup, makeCgroup, removeCgroup } from "./cgroup.js";
 import { RunRecordFile, endLeftovers, processStartTime, stateFolder } from "./run-record.js";
 import { killSessionProcesses } from "./reaper.js";
+import type { Membership } from "./signals.js";
 
 export type ContainmentMechanism = "cgroup" | "session-id";
 
@@ -24,6 +25,8 @@ interface Scope {
   cgroup: string | null;
   /** the session's first process, once spawned */
   pid: number | null;
+  /** its start time (/proc/<pid>/stat field 22), read when it started */
+  startTime?: string | null;
 }
 
 /**
@@ -120,7 +123,23 @@ export class Containment {
     const scope = this.scopes.get(key);
     if (!scope) return;
     scope.pid = pid;
-    if (!scope.cgroup) this.record.addSession({ key, pid, startTime: processStartTime(pid) ?? "" });
+    if (!scope.cgroup) {
+      scope.startTime = processStartTime(pid);
+      this.record.addSession({ key, pid, startTime: scope.startTime ?? "" });
+    }
+  }
+
+  /**
+   * Who belongs to the session `key` (runner/isolation/signals.ts): the processes of its cgroup,
+   * else those of the terminal session its first process leads (matched by that process's start
+   * time); null before it started or after it ended.
+   */
+  membership(key: string): Membership | null {
+    const scope = this.scopes.get(key);
+    if (!scope || scope.pid === null) return null;
+    if (scope.cgroup) return { kind: "cgroup", procs: join(scope.cgroup, "cgroup.procs") };
+    const startTime = scope.startTime ?? processStartTime(scope.pid);
+    return startTime ? { kind: "session", sid: scope.pid, startTime } : null;
   }
 
   /**

@@ -11,16 +11,19 @@ import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
 import type { PoolMessage } from "../../shared/protocol.js";
 import type { RunnerConfig, SandboxConfig } from "../config.js";
+import { statFields } from "../process/proc.js";
 import type { ProcessExit } from "../process/session-process.js";
 import { installShellIntegration, integratedBashArgs, isLoginBash } from "../agent/shell-integration.js";
 import { Containment } from "./containment.js";
 import { FifoStock } from "./fifo-stock.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { type Launch, dropStep, requireTool, rootStep, sessionStep } from "./launch.js";
+import { type Launch, dropStep, requireTool, rootStep, sessionStep, systemTool } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
+import { sessionMembers } from "./reaper.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
+import { SignalQueue } from "./signals.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
 
@@ -76,6 +79,8 @@ export class Isolation {
   private readonly endedOom = new Map<string, boolean>();
 
   private constructor(
+    /** how signals reach sessions (signals.ts); null: a runner without root nor python3 */
+    private readonly signals: SignalQueue | null,
     private readonly workspace: string,
     private readonly users: SessionUsers,
     /** setpriv's path under a root runner, else null (sessions run as the runner's user) */
@@ -93,6 +98,9 @@ export class Isolation {
       throw new Error("RUNNER_SANDBOX=bwrap: the runner must be root to give each session its sandbox (set RUNNER_SANDBOX=none for local development only)");
     }
     const setpriv = isRoot ? requireTool("setpriv", "sessions cannot be started as their own users") : null;
+    // Signals go through pidfds (signals.ts): a root runner does not start without them.
+    const python3 = isRoot ? requireTool("python3", "signals cannot be held to the session's processes (Debian: apt-get install python3-minimal)") : systemTool("python3");
+    if (!python3) log.warn("runner.signals", { outcome: "unchecked", note: "no python3: signals reach sessions without pidfds (sessions run as this user)" });
     const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
     const tools = sandboxed ? networkTools() : null;
     const users = sessionUsers(config.sessionUser, config.workspace, isRoot);
@@ -118,7 +126,7 @@ export class Isolation {
         note: "RUNNER_SANDBOX=none: sessions share this machine's network, processes and files (local development only)",
       });
     }
-    return new Isolation(config.workspace, users, setpriv, containment, bashInit, parts);
+    return new Isolation(python3 ? new SignalQueue(python3) : null, config.workspace, users, setpriv, containment, bashInit, parts);
   }
 
   /** "bwrap" when every session gets a sandbox, else "none". */
@@ -221,14 +229,53 @@ export class Isolation {
   }
 
   /**
-   * The process to signal for the session whose first process is `pid`: inside a sandbox, the
-   * session's command (the child of the sandbox's init), so that a SIGHUP reaches the shell as
-   * it would without one; else `pid`.
+   * The session's own leader, whose first process is `pid`: inside a sandbox, the session's
+   * command (the child of the sandbox's init), so that a SIGHUP reaches the shell as it would
+   * without one; else `pid`. Read from /proc: a candidate that signals.ts checks, never
+   * signalled as it is.
    */
-  signalTarget(key: string, pid: number): number {
+  private leader(key: string, pid: number): number {
     if (!this.sandbox || !this.scopes.has(key)) return pid;
     const init = firstChild(pid);
     return (init !== null ? firstChild(init) : null) ?? pid;
+  }
+
+  /**
+   * Sends `signal` to the processes of the session `key` (first process `pid`) whose process
+   * group is `group` (the terminal's foreground group, or a pipe session's own), else to the
+   * session's leader alone; `group` -1: the leader alone (runner/isolation/signals.ts). Only the
+   * session's own processes can get it. Signals of one session go in the order asked.
+   */
+  signal(key: string, pid: number, group: () => number, signal: string): Promise<void> {
+    if (!this.signals) return Promise.resolve(this.signalUnchecked(key, pid, group(), signal));
+    return this.signals.send(key, () => {
+      const membership = this.containment.membership(key);
+      if (!membership) return null; // not started, or ended: nothing of it to signal
+      return { signal, group: group(), leader: this.leader(key, pid), membership };
+    });
+  }
+
+  /**
+   * A runner that is not root and has no python3: the session runs as the runner's own user,
+   * so a signal that lands elsewhere gains it nothing it could not do itself. The members are
+   * checked, without pidfds.
+   */
+  private signalUnchecked(key: string, pid: number, group: number, signal: string): void {
+    const members = group > 0 ? sessionMembers(pid).filter((member) => Number(statFields(member)?.[2]) === group) : [];
+    let sent = 0;
+    for (const member of members) {
+      try {
+        process.kill(member, signal);
+        sent++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    try {
+      if (sent === 0 && this.containment.membership(key)) process.kill(this.leader(key, pid), signal);
+    } catch (error) {
+      log.warn("session.signal", { key, signal, error });
+    }
   }
 
   /**
