@@ -183,7 +183,7 @@ export class HostedSession {
     if (!proc || this.exited) return;
     // The session's own leader (inside a sandbox, the session's command rather than the sandbox
     // around it), checked to be the session's (runner/isolation/signals.ts).
-    void isolation().signal(this.key, proc.pid, () => -1, signal);
+    void isolation().signal(this.key, proc.pid, -1, signal);
     this.killTimer ??= setTimeout(() => isolation().end(this.key), graceMs);
   }
 
@@ -305,7 +305,7 @@ export class HostedSession {
         case "signal": {
           const proc = this.proc;
           // To the session's processes in the foreground group only (runner/isolation/signals.ts).
-          if (proc && !this.exited) void isolation().signal(this.key, proc.pid, () => proc.foregroundGroup(), message.signal);
+          if (proc && !this.exited) void isolation().signal(this.key, proc.pid, proc.foregroundGroup(), message.signal);
           return;
         }
         case "kill":

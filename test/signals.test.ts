@@ -43,14 +43,25 @@ function foreground(leader: number): number {
   return Number(statFields(leader)?.[5]);
 }
 
-function sleepRunning(leader: number, seconds: string): boolean {
-  return liveSessionProcesses(leader).some((pid) => {
+/** The host pid of the session's `sleep <seconds>`, once it runs; null before. */
+function sleepPid(leader: number, seconds: string): number | null {
+  for (const pid of liveSessionProcesses(leader)) {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8") === `sleep\0${seconds}\0`;
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8") === `sleep\0${seconds}\0`) return pid;
     } catch {
-      return false;
+      // gone meanwhile
     }
-  });
+  }
+  return null;
+}
+
+/** How long until `pid` is gone, looked at every millisecond (at most `deadlineMs`). */
+async function msUntilGone(pid: number, start: number, deadlineMs = 5000): Promise<number> {
+  while (alive(pid)) {
+    if (performance.now() - start > deadlineMs) throw new Error(`${pid} still runs after ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return performance.now() - start;
 }
 
 /**
@@ -127,12 +138,13 @@ async function foregroundJobs(place: Place): Promise<void> {
   for (const how of ["typed", "SIGINT", "SIGTERM"] as const) {
     const seconds = String(100 + ++n);
     client.send(`sleep ${seconds}\n`);
-    await until(() => sleepRunning(leader, seconds), 5000, `sleep ${seconds} to run`);
+    let sleep: number | null = null;
+    await until(() => (sleep = sleepPid(leader, seconds)) !== null, 5000, `sleep ${seconds} to run`);
     const start = performance.now();
+    const gone = msUntilGone(sleep as unknown as number, start);
     if (how === "typed") client.send("\x03");
     else expect((await place.api.request("POST", `/v1/sessions/${s.id}/signal`, { signal: how })).status).toBe(202);
-    await until(() => !sleepRunning(leader, seconds), 5000, `sleep ${seconds} to end`);
-    timings[how] = Math.round(performance.now() - start);
+    timings[how] = Math.round(await gone);
     client.send(`echo "rc${n}=$?"\n`);
     await client.waitForOutput(line(`rc${n}=${how === "SIGTERM" ? 143 : 130}`), 5000);
   }

@@ -123,23 +123,19 @@ export class Containment {
     const scope = this.scopes.get(key);
     if (!scope) return;
     scope.pid = pid;
-    if (!scope.cgroup) {
-      scope.startTime = processStartTime(pid);
-      this.record.addSession({ key, pid, startTime: scope.startTime ?? "" });
-    }
+    scope.startTime = processStartTime(pid);
+    if (!scope.cgroup) this.record.addSession({ key, pid, startTime: scope.startTime ?? "" });
   }
 
   /**
-   * Who belongs to the session `key` (runner/isolation/signals.ts): the processes of its cgroup,
-   * else those of the terminal session its first process leads (matched by that process's start
-   * time); null before it started or after it ended.
+   * Who belongs to the session `key` (runner/isolation/signals.ts): its first process, and the
+   * processes of its cgroup, else of the terminal session that process leads; null before it
+   * started or after it ended.
    */
   membership(key: string): Membership | null {
     const scope = this.scopes.get(key);
-    if (!scope || scope.pid === null) return null;
-    if (scope.cgroup) return { kind: "cgroup", procs: join(scope.cgroup, "cgroup.procs") };
-    const startTime = scope.startTime ?? processStartTime(scope.pid);
-    return startTime ? { kind: "session", sid: scope.pid, startTime } : null;
+    if (!scope || scope.pid === null || !scope.startTime) return null;
+    return { first: scope.pid, startTime: scope.startTime, procs: scope.cgroup ? join(scope.cgroup, "cgroup.procs") : null };
   }
 
   /**

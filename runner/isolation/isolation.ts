@@ -23,7 +23,7 @@ import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresse
 import { sessionMembers } from "./reaper.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
-import { SignalQueue } from "./signals.js";
+import { SignalHelper } from "./signals.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
 
@@ -80,7 +80,7 @@ export class Isolation {
 
   private constructor(
     /** how signals reach sessions (signals.ts); null: a runner without root nor python3 */
-    private readonly signals: SignalQueue | null,
+    private readonly signals: SignalHelper | null,
     private readonly workspace: string,
     private readonly users: SessionUsers,
     /** setpriv's path under a root runner, else null (sessions run as the runner's user) */
@@ -126,7 +126,9 @@ export class Isolation {
         note: "RUNNER_SANDBOX=none: sessions share this machine's network, processes and files (local development only)",
       });
     }
-    return new Isolation(python3 ? new SignalQueue(python3) : null, config.workspace, users, setpriv, containment, bashInit, parts);
+    const signals = python3 ? new SignalHelper(python3) : null;
+    signals?.warm();
+    return new Isolation(signals, config.workspace, users, setpriv, containment, bashInit, parts);
   }
 
   /** "bwrap" when every session gets a sandbox, else "none". */
@@ -246,13 +248,17 @@ export class Isolation {
    * session's leader alone; `group` -1: the leader alone (runner/isolation/signals.ts). Only the
    * session's own processes can get it. Signals of one session go in the order asked.
    */
-  signal(key: string, pid: number, group: () => number, signal: string): Promise<void> {
-    if (!this.signals) return Promise.resolve(this.signalUnchecked(key, pid, group(), signal));
-    return this.signals.send(key, () => {
-      const membership = this.containment.membership(key);
-      if (!membership) return null; // not started, or ended: nothing of it to signal
-      return { signal, group: group(), leader: this.leader(key, pid), membership };
-    });
+  signal(key: string, pid: number, group: number, signal: string): Promise<void> {
+    const membership = this.containment.membership(key);
+    if (!membership) return Promise.resolve(); // not started, or ended: nothing of it to signal
+    if (!this.signals) {
+      this.signalUnchecked(key, pid, group, signal);
+      return Promise.resolve();
+    }
+    return this.signals.send({ signal, group, leader: this.leader(key, pid), membership }).then(
+      (outcome) => log.debug("session.signal", { key, signal, ...outcome }),
+      (error: unknown) => log.warn("session.signal", { key, signal, outcome: "failed", error: error instanceof Error ? error.message : String(error) }),
+    );
   }
 
   /**
@@ -272,7 +278,7 @@ export class Isolation {
       }
     }
     try {
-      if (sent === 0 && this.containment.membership(key)) process.kill(this.leader(key, pid), signal);
+      if (sent === 0) process.kill(this.leader(key, pid), signal);
     } catch (error) {
       log.warn("session.signal", { key, signal, error });
     }
@@ -315,6 +321,7 @@ export class Isolation {
 
   async close(): Promise<void> {
     for (const key of [...this.scopes.keys()]) this.end(key);
+    this.signals?.close();
     await this.containment.close();
     if (this.sandbox) {
       await this.sandbox.limits.close();

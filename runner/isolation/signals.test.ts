@@ -11,7 +11,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { statFields } from "../process/proc.js";
 import { systemTool } from "./launch.js";
 import { processStartTime } from "./run-record.js";
-import { type Membership, SignalQueue, deliverSignal } from "./signals.js";
+import { type Membership, SignalHelper } from "./signals.js";
 
 const python3 = systemTool("python3");
 const dir = mkdtempSync(join(tmpdir(), "signals-"));
@@ -51,14 +51,16 @@ const alive = (pid: number) => {
 };
 const stopped = (pid: number) => statFields(pid)?.[0] === "T";
 
+/** The terminal session led by `leader` (no cgroup). */
 function bySession(leader: number): Membership {
-  return { kind: "session", sid: leader, startTime: processStartTime(leader) as string };
+  return { first: leader, startTime: processStartTime(leader) as string, procs: null };
 }
 
-function listed(...pids: number[]): Membership {
-  const procs = join(dir, `procs-${pids.join("-")}`);
+/** A cgroup listing `pids`, of the session whose first process is `first`. */
+function listed(first: number, ...pids: number[]): Membership {
+  const procs = join(dir, `procs-${first}-${pids.join("-")}`);
   writeFileSync(procs, pids.map((pid) => `${pid}\n`).join(""));
-  return { kind: "cgroup", procs };
+  return { first, startTime: processStartTime(first) as string, procs };
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -70,18 +72,23 @@ async function until(check: () => boolean, what: string): Promise<void> {
 }
 
 describe.skipIf(!python3 || process.platform !== "linux")("the signal helper", () => {
-  const helper = python3 as string;
+  const helper = new SignalHelper(python3 as string);
+  afterAll(() => helper.close());
 
   it("signals every member of the foreground group, and nothing else", async () => {
     const { leader, sleeps } = await session();
     const other = outsider();
     // SIGSTOP: it leaves each process there to be looked at.
-    expect(await deliverSignal(helper, { signal: "SIGSTOP", group: leader, leader, membership: bySession(leader) })).toEqual({ sent: 3, leader: false });
+    expect(await helper.send({ signal: "SIGSTOP", group: leader, leader, membership: bySession(leader) })).toEqual({ sent: 3, leader: false });
     await until(() => [leader, ...sleeps].every(stopped), "the group to stop");
     expect(stopped(other)).toBe(false);
-    // The same through a cgroup's list: the listed members of the group only.
-    expect(await deliverSignal(helper, { signal: "SIGCONT", group: leader, leader, membership: listed(leader, sleeps[0]) })).toEqual({ sent: 2, leader: false });
+    // The same through a cgroup's list: the first process and the listed members of the group only.
+    expect(await helper.send({ signal: "SIGCONT", group: leader, leader, membership: listed(leader, sleeps[0]) })).toEqual({ sent: 2, leader: false });
     await until(() => !stopped(leader) && !stopped(sleeps[0]), "the listed two to go on");
+    expect(stopped(sleeps[1])).toBe(true);
+    // The first process counts before it joined its cgroup (a signal right after the spawn).
+    expect(await helper.send({ signal: "SIGCONT", group: leader, leader, membership: listed(leader) })).toEqual({ sent: 1, leader: false });
+    await until(() => !stopped(leader), "the first to go on");
     expect(stopped(sleeps[1])).toBe(true);
   });
 
@@ -90,44 +97,50 @@ describe.skipIf(!python3 || process.platform !== "linux")("the signal helper", (
     const other = outsider();
     // The foreground group's number is another process's group (a dead group, reused).
     for (const membership of [bySession(leader), listed(leader, ...sleeps)]) {
-      expect(await deliverSignal(helper, { signal: "SIGSTOP", group: other, leader, membership })).toEqual({ sent: 0, leader: true });
+      expect(await helper.send({ signal: "SIGSTOP", group: other, leader, membership })).toEqual({ sent: 0, leader: true });
       await until(() => stopped(leader), "the leader to stop");
       expect(stopped(other) || sleeps.some(stopped)).toBe(false);
       process.kill(leader, "SIGCONT");
       await until(() => !stopped(leader), "the leader to go on");
     }
     // Listed, the outsider would be a member: the list is what decides.
-    expect(await deliverSignal(helper, { signal: "SIGKILL", group: other, leader, membership: listed(other) })).toEqual({ sent: 1, leader: false });
+    expect(await helper.send({ signal: "SIGKILL", group: other, leader, membership: listed(leader, other) })).toEqual({ sent: 1, leader: false });
     await until(() => !alive(other), "the listed outsider to end");
   });
 
   it("signals nothing when the leader is not a member, or the session's leader is not the one it was", async () => {
     const { leader, sleeps } = await session();
     const other = outsider();
-    expect(await deliverSignal(helper, { signal: "SIGKILL", group: -1, leader: other, membership: bySession(leader) })).toEqual({ sent: 0, leader: false });
-    expect(await deliverSignal(helper, { signal: "SIGKILL", group: -1, leader: other, membership: listed(leader) })).toEqual({ sent: 0, leader: false });
-    const wrongStart: Membership = { kind: "session", sid: leader, startTime: "1" };
-    expect(await deliverSignal(helper, { signal: "SIGKILL", group: leader, leader, membership: wrongStart })).toEqual({ sent: 0, leader: false });
+    expect(await helper.send({ signal: "SIGKILL", group: -1, leader: other, membership: bySession(leader) })).toEqual({ sent: 0, leader: false });
+    expect(await helper.send({ signal: "SIGKILL", group: -1, leader: other, membership: listed(leader, leader) })).toEqual({ sent: 0, leader: false });
+    // A first process that is not the one it was (another start time): not a member.
+    expect(await helper.send({ signal: "SIGKILL", group: leader, leader, membership: { ...bySession(leader), startTime: "1" } })).toEqual({ sent: 0, leader: false });
+    expect(await helper.send({ signal: "SIGKILL", group: leader, leader, membership: { ...listed(leader), startTime: "1" } })).toEqual({ sent: 0, leader: false });
     expect([leader, ...sleeps, other].every(alive)).toBe(true);
   });
 
-  it("keeps one session's signals in the order asked", async () => {
+  it("answers signals in the order asked", async () => {
     const { leader, sleeps } = await session();
-    const queue = new SignalQueue(helper);
     const membership = bySession(leader);
-    const asked: string[] = [];
-    const sends = ["SIGSTOP", "SIGCONT", "SIGSTOP"].map((signal) =>
-      queue.send("s1", () => {
-        asked.push(signal);
-        return { signal, group: leader, leader, membership };
-      }),
-    );
-    await Promise.all(sends);
-    expect(asked).toEqual(["SIGSTOP", "SIGCONT", "SIGSTOP"]);
+    const outcomes = await Promise.all(["SIGSTOP", "SIGCONT", "SIGSTOP"].map((signal) => helper.send({ signal, group: leader, leader, membership })));
+    expect(outcomes).toEqual([1, 2, 3].map(() => ({ sent: 3, leader: false })));
     await until(() => [leader, ...sleeps].every(stopped), "the group to stop");
   });
 
+  it("is started again after it died, and a closed one refuses", async () => {
+    const { leader } = await session();
+    const own = new SignalHelper(python3 as string);
+    const request = { signal: "SIGSTOP", group: -1, leader, membership: bySession(leader) };
+    expect(await own.send(request)).toEqual({ sent: 0, leader: true });
+    const child = (own as unknown as { child: { pid: number } }).child;
+    process.kill(child.pid, "SIGKILL"); // the helper this test's SignalHelper started
+    await until(() => (own as unknown as { child: unknown }).child === null, "the helper's end to be seen");
+    expect(await own.send({ ...request, signal: "SIGCONT" })).toEqual({ sent: 0, leader: true });
+    own.close();
+    await expect(own.send(request)).rejects.toThrow(/closed/);
+  });
+
   it("refuses an unknown signal", async () => {
-    await expect(deliverSignal(helper, { signal: "SIGNOPE", group: -1, leader: 1, membership: listed() })).rejects.toThrow(/unknown signal/);
+    await expect(helper.send({ signal: "SIGNOPE", group: -1, leader: 1, membership: listed(process.pid) })).rejects.toThrow(/unknown signal/);
   });
 });
