@@ -11,11 +11,14 @@
 // held by a pidfd (`pidfd_open`, Linux 5.3) before it is checked, and signalled through it
 // (`pidfd_send_signal`): a process that is checked and then replaced is not the one signalled,
 // and one that died meanwhile is not signalled at all. Node has no pidfd API, so a few lines of
-// python3 (its `os.pidfd_open` and `signal.pidfd_send_signal`, Python 3.9+) do it, run with `-I -S`
-// (no environment, no site, no user's folder) and the root steps' fixed environment. A member
-// counts only if, read after its pidfd was opened, it is still listed in the cgroup (or, in a
-// terminal session, has that session id while the session's leader, held by a pidfd of its own
-// and matched by its start time, still lives) and is in the foreground group.
+// python3 (its `os.pidfd_open` and `signal.pidfd_send_signal`, Python 3.9+) do it: one process for
+// the runner (SignalHelper), run with `-I -S` (no environment, no site, no user's folder) and the
+// root steps' fixed environment, that takes a request a line (a python3 started for each signal
+// made Ctrl+C through the API some 50 ms slower). A member counts only if, read after its pidfd
+// was opened, it is still listed in the cgroup (or, in a terminal session, has that session id
+// while the session's leader, held by a pidfd of its own, still lives) and is in the foreground
+// group; the session's first process (the runner's own child) counts by its start time, also
+// before it has joined its cgroup.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { constants } from "node:os";
 import { log } from "../../shared/log.js";
