@@ -181,12 +181,9 @@ export class HostedSession {
   kill(graceMs: number, signal = "SIGHUP"): void {
     const proc = this.proc;
     if (!proc || this.exited) return;
-    try {
-      // Inside a sandbox, the session's command rather than the sandbox around it.
-      process.kill(isolation().signalTarget(this.key, proc.pid), signal);
-    } catch (error) {
-      log.warn("session.signal", { key: this.key, signal, error });
-    }
+    // The session's own leader (inside a sandbox, the session's command rather than the sandbox
+    // around it), checked to be the session's (runner/isolation/signals.ts).
+    void isolation().signal(this.key, proc.pid, -1, signal);
     this.killTimer ??= setTimeout(() => isolation().end(this.key), graceMs);
   }
 
@@ -305,8 +302,12 @@ export class HostedSession {
         case "eof":
           if (this.spawn.spec.pty === false) this.stdinClosed = true;
           return this.proc?.closeStdin();
-        case "signal":
-          return this.proc?.signalForeground(message.signal);
+        case "signal": {
+          const proc = this.proc;
+          // To the session's processes in the foreground group only (runner/isolation/signals.ts).
+          if (proc && !this.exited) void isolation().signal(this.key, proc.pid, proc.foregroundGroup(), message.signal);
+          return;
+        }
         case "kill":
           return this.kill(message.graceMs, message.signal);
         case "screen":

@@ -15,6 +15,7 @@ import { log } from "../../shared/log.js";
 import { cgroup2Mount, cgroupName, endCgroup, makeCgroup, removeCgroup } from "./cgroup.js";
 import { RunRecordFile, endLeftovers, processStartTime, stateFolder } from "./run-record.js";
 import { killSessionProcesses } from "./reaper.js";
+import type { Membership } from "./signals.js";
 
 export type ContainmentMechanism = "cgroup" | "session-id";
 
@@ -24,6 +25,8 @@ interface Scope {
   cgroup: string | null;
   /** the session's first process, once spawned */
   pid: number | null;
+  /** its start time (/proc/<pid>/stat field 22), read when it started */
+  startTime?: string | null;
 }
 
 /**
@@ -120,7 +123,19 @@ export class Containment {
     const scope = this.scopes.get(key);
     if (!scope) return;
     scope.pid = pid;
-    if (!scope.cgroup) this.record.addSession({ key, pid, startTime: processStartTime(pid) ?? "" });
+    scope.startTime = processStartTime(pid);
+    if (!scope.cgroup) this.record.addSession({ key, pid, startTime: scope.startTime ?? "" });
+  }
+
+  /**
+   * Who belongs to the session `key` (runner/isolation/signals.ts): its first process, and the
+   * processes of its cgroup, else of the terminal session that process leads; null before it
+   * started or after it ended.
+   */
+  membership(key: string): Membership | null {
+    const scope = this.scopes.get(key);
+    if (!scope || scope.pid === null || !scope.startTime) return null;
+    return { first: scope.pid, startTime: scope.startTime, procs: scope.cgroup ? join(scope.cgroup, "cgroup.procs") : null };
   }
 
   /**

@@ -11,17 +11,20 @@ import { join, resolve } from "node:path";
 import { log } from "../../shared/log.js";
 import type { PoolMessage } from "../../shared/protocol.js";
 import type { RunnerConfig, SandboxConfig } from "../config.js";
+import { statFields } from "../process/proc.js";
 import type { ProcessExit } from "../process/session-process.js";
 import { installShellIntegration, integratedBashArgs, isLoginBash } from "../agent/shell-integration.js";
 import { Containment } from "./containment.js";
 import { FifoStock } from "./fifo-stock.js";
 import { sessionCwd, sessionEnv, sessionFolders } from "./environment.js";
-import { type Launch, ROOT_SHELL, dropStep, keyringStep, requireTool, rootStep, sessionStep } from "./launch.js";
+import { type Launch, ROOT_SHELL, dropStep, keyringStep, requireTool, rootStep, sessionStep, systemTool } from "./launch.js";
 import { Limits, type SessionLimits } from "./limits.js";
 import { EgressNetwork, type NetworkTools, egressRules, firstChild, hostAddresses, networkTools } from "./network.js";
+import { sessionMembers } from "./reaper.js";
 import { deadRunFolders, stateFolder } from "./run-record.js";
 import { SANDBOX_BASH_INIT, SANDBOX_HOME, sandboxCommand } from "./sandbox.js";
 import { writeSeccompFilter } from "./seccomp.js";
+import { SignalHelper } from "./signals.js";
 import { type SessionUsers, prepareHome, prepareWorkspaceRoot, sessionUsers, tenantUserName } from "./session-user.js";
 import { TenantDisks } from "./tenant-disk.js";
 
@@ -83,6 +86,8 @@ export class Isolation {
   private readonly endedOom = new Map<string, boolean>();
 
   private constructor(
+    /** how signals reach sessions (signals.ts); null: a runner without root nor python3 */
+    private readonly signals: SignalHelper | null,
     private readonly workspace: string,
     private readonly users: SessionUsers,
     /** setpriv's path under a root runner, else null (sessions run as the runner's user) */
@@ -101,6 +106,9 @@ export class Isolation {
     }
     const setpriv = isRoot ? requireTool("setpriv", "sessions cannot be started as their own users") : null;
     if (isRoot && !existsSync(ROOT_SHELL)) throw new Error(`sessions cannot be started as their own users: ${ROOT_SHELL} is required (it closes what the runner inherited)`);
+    // Signals go through pidfds (signals.ts): a root runner does not start without them.
+    const python3 = isRoot ? requireTool("python3", "signals cannot be held to the session's processes (Debian: apt-get install python3-minimal)") : systemTool("python3");
+    if (!python3) log.warn("runner.signals", { outcome: "unchecked", note: "no python3: signals reach sessions without pidfds (sessions run as this user)" });
     const bwrap = sandboxed ? requireTool("bwrap", "RUNNER_SANDBOX=bwrap (Debian: apt-get install bubblewrap)") : null;
     if (sandboxed) requireTool("mount", "RUNNER_SANDBOX=bwrap (util-linux: it bounds a sandbox's ptys)");
     const python = sandboxed ? requireTool("python3", "RUNNER_SANDBOX=bwrap: the seccomp filter (Debian: apt-get install python3-seccomp)") : null;
@@ -134,7 +142,9 @@ export class Isolation {
         note: "RUNNER_SANDBOX=none: sessions share this machine's network, processes and files (local development only)",
       });
     }
-    return new Isolation(config.workspace, users, setpriv, containment, bashInit, parts);
+    const signals = python3 ? new SignalHelper(python3) : null;
+    signals?.warm();
+    return new Isolation(signals, config.workspace, users, setpriv, containment, bashInit, parts);
   }
 
   /** "bwrap" when every session gets a sandbox, else "none". */
@@ -240,14 +250,57 @@ export class Isolation {
   }
 
   /**
-   * The process to signal for the session whose first process is `pid`: inside a sandbox, the
-   * session's command (the child of the sandbox's init), so that a SIGHUP reaches the shell as
-   * it would without one; else `pid`.
+   * The session's own leader, whose first process is `pid`: inside a sandbox, the session's
+   * command (the child of the sandbox's init), so that a SIGHUP reaches the shell as it would
+   * without one; else `pid`. Read from /proc: a candidate that signals.ts checks, never
+   * signalled as it is.
    */
-  signalTarget(key: string, pid: number): number {
+  private leader(key: string, pid: number): number {
     if (!this.sandbox || !this.scopes.has(key)) return pid;
     const init = firstChild(pid);
     return (init !== null ? firstChild(init) : null) ?? pid;
+  }
+
+  /**
+   * Sends `signal` to the processes of the session `key` (first process `pid`) whose process
+   * group is `group` (the terminal's foreground group, or a pipe session's own), else to the
+   * session's leader alone; `group` -1: the leader alone (runner/isolation/signals.ts). Only the
+   * session's own processes can get it. Signals of one session go in the order asked.
+   */
+  signal(key: string, pid: number, group: number, signal: string): Promise<void> {
+    const membership = this.containment.membership(key);
+    if (!membership) return Promise.resolve(); // not started, or ended: nothing of it to signal
+    if (!this.signals) {
+      this.signalUnchecked(key, pid, group, signal);
+      return Promise.resolve();
+    }
+    return this.signals.send({ signal, group, leader: this.leader(key, pid), membership }).then(
+      (outcome) => log.debug("session.signal", { key, signal, ...outcome }),
+      (error: unknown) => log.warn("session.signal", { key, signal, outcome: "failed", error: error instanceof Error ? error.message : String(error) }),
+    );
+  }
+
+  /**
+   * A runner that is not root and has no python3: the session runs as the runner's own user,
+   * so a signal that lands elsewhere gains it nothing it could not do itself. The members are
+   * checked, without pidfds.
+   */
+  private signalUnchecked(key: string, pid: number, group: number, signal: string): void {
+    const members = group > 0 ? sessionMembers(pid).filter((member) => Number(statFields(member)?.[2]) === group) : [];
+    let sent = 0;
+    for (const member of members) {
+      try {
+        process.kill(member, signal);
+        sent++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    try {
+      if (sent === 0) process.kill(this.leader(key, pid), signal);
+    } catch (error) {
+      log.warn("session.signal", { key, signal, error });
+    }
   }
 
   /**
@@ -287,6 +340,7 @@ export class Isolation {
 
   async close(): Promise<void> {
     for (const key of [...this.scopes.keys()]) this.end(key);
+    this.signals?.close();
     await this.containment.close();
     if (this.sandbox) {
       await this.sandbox.limits.close();

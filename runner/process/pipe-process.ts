@@ -97,8 +97,8 @@ class PipeProcess implements SessionProcess {
     // no terminal: nothing to size (the edge refuses a resize with NOT_A_TTY before it comes here)
   }
 
-  signalForeground(signal: string): void {
-    process.kill(-this.pid, signal);
+  foregroundGroup(): number {
+    return this.pid;
   }
 
   signalProcess(signal: string): void {

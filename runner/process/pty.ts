@@ -110,8 +110,8 @@ export function spawnPty(options: PtyOptions): PtyProcess {
     resize(cols, rows) {
       term.resize(cols, rows);
     },
-    signalForeground(signal) {
-      process.kill(-foregroundGroup(pid), signal);
+    foregroundGroup() {
+      return foregroundGroup(pid);
     },
     signalProcess(signal) {
       process.kill(pid, signal);

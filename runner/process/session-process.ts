@@ -25,8 +25,13 @@ export interface SessionProcess {
   closeStdin(): void;
   /** A terminal's new size; pipes have none and ignore it. */
   resize(cols: number, rows: number): void;
-  /** Sends `signal` to the foreground process group (a terminal's, as a key would), or the process's group. */
-  signalForeground(signal: string): void;
+  /**
+   * The process group a signal "for the foreground" is meant for: a terminal's foreground group
+   * (its tpgid, as a key would signal it), or the process's own group. A number read back from
+   * the terminal, which may name a group that is gone and whose number the host reused: a filter
+   * for the session's own processes (runner/isolation/signals.ts), never signalled as it is.
+   */
+  foregroundGroup(): number;
   /** Sends `signal` to the process the session started. */
   signalProcess(signal: string): void;
   /** Stops reading the output (the process blocks once the kernel's buffer is full). */
