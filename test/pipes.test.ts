@@ -65,17 +65,6 @@ function sse(id: string, options: { lastEventId?: string } = {}): SseClient {
 }
 
 /** The session once it has ended (waits on the server, with a deadline). */
-async function ended(api: Api, id: string, deadlineMs = 20_000): Promise<Session> {
-  return until(
-    async () => {
-      const res = await api.request<Session>("GET", `/v1/sessions/${id}/wait?timeoutSec=5`);
-      expect(res.status).toBe(200);
-      return res.body.status === "starting" || res.body.status === "running" ? undefined : res.body;
-    },
-    deadlineMs,
-    `${id} to end`,
-  );
-}
 
 
 
@@ -415,7 +404,7 @@ describe("stdin and eof", () => {
     expect(first).toMatchObject({ status: 202, body: { bytes: 13 } });
     const last = await acme.inputRequest(s.id, { data: "second line", eof: true });
     expect(last).toMatchObject({ status: 202, body: { bytes: 11 } });
-    const done = await ended(acme, s.id);
+    const done = await acme.ended(s.id);
     expect(done).toMatchObject({ status: "exited", exitCode: 0, signal: null, reason: "exit", cols: before.cols, rows: before.rows });
     const out = await fetchOutput(acme, s.id, 0);
     expect(out.bytes.toString()).toBe("HELLO, WORLD\nSECOND LINE");
@@ -453,7 +442,7 @@ describe("stdin and eof", () => {
 
     const empty = await session({ pty: false, command: "/usr/bin/wc", args: ["-c"] });
     expect(await acme.inputRequest(empty.id, { data: "", eof: true })).toMatchObject({ status: 202, body: { bytes: 0 } });
-    expect(await ended(acme, empty.id)).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(await acme.ended(empty.id)).toMatchObject({ status: "exited", exitCode: 0 });
     expect((await fetchOutput(acme, empty.id, 0)).bytes.toString()).toBe("0\n");
   });
 
@@ -545,7 +534,7 @@ describe("attacker", () => {
         `grep -a -c -F -e "$t" -e RUNNER_TOKEN= -e REDIS_URL= -e BROKER_URL= -e OUTPUT_RETAIN_BYTES=`,
       { env: { EXTRA: "requested" } },
     );
-    const done = await ended(acme, s.id);
+    const done = await acme.ended(s.id);
     const out = (await acme.outputStream(s.id, "stdout", 0, done.offset)).toString();
     const lines = out.split("\n");
     expect(lines.slice(0, 3)).toEqual([String(uid), name, SANDBOX_HOME]);

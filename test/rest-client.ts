@@ -146,6 +146,19 @@ export class Api {
     }
   }
 
+  /** The session once it has ended (`GET .../wait` until it has), or throw at the deadline. */
+  async ended(id: string, deadlineMs = 20_000): Promise<Session> {
+    return until(
+      async () => {
+        const res = await this.request<Session>("GET", `/v1/sessions/${id}/wait?timeoutSec=5`);
+        if (res.status !== 200) throw new Error(`wait failed: ${res.status} ${JSON.stringify(res.body)}`);
+        return res.body.status === "starting" || res.body.status === "running" ? undefined : res.body;
+      },
+      deadlineMs,
+      `session ${id} to end`,
+    );
+  }
+
   /** `GET .../commands` once the shell has ended at least `count` commands (or throw at the deadline). */
   async commandsWhen(id: string, count = 1, deadlineMs = 15_000): Promise<CommandRecord[]> {
     return until(

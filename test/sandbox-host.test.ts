@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tenantUserName } from "../runner/isolation/session-user.js";
-import { Api, SuiteCleanup, TermClient, shellOutput, until } from "./harness.js";
+import { Api, SuiteCleanup, TermClient, shellOutput } from "./harness.js";
 import { startSuiteStack } from "./stack-kit.js";
 
 const cleanup = new SuiteCleanup();
@@ -73,16 +73,6 @@ async function shell(api: Api, body: Record<string, unknown> = {}): Promise<{ id
 
 const run = shellOutput;
 
-async function ended(api: Api, id: string, deadlineMs = 20_000) {
-  return until(
-    async () => {
-      const s = await api.get(id);
-      return s.status === "running" || s.status === "starting" ? null : s;
-    },
-    deadlineMs,
-    `session ${id} to end`,
-  );
-}
 
 describe("nothing inherited", () => {
   it("the runner holds fd 200 on a root-only file; no session, terminal or pipe, has it", async () => {
@@ -96,7 +86,7 @@ describe("nothing inherited", () => {
 
     const piped = await blue.create({ pty: false, command: "/bin/sh", args: ["-c", `ls /proc/self/fd | tr '\\n' ' '; echo pwned >&${INHERITED_FD} && echo wrote`] });
     cleanup.session(blue, piped.id);
-    await ended(blue, piped.id);
+    await blue.ended(piped.id);
     const output = String((await blue.request("GET", `/v1/sessions/${piped.id}/output?from=0`)).body);
     expect(output).toContain("0 1 2 3 ");
     expect(output).not.toContain("wrote");

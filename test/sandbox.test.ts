@@ -59,16 +59,6 @@ function probe(host: string, port: number): string {
   return `(timeout 5 bash -c 'exec 3<>/dev/tcp/${host}/${port}' 2>/dev/null && echo "${host}:${port} open" || echo "${host}:${port} refused")`;
 }
 
-async function ended(api: Api, id: string, deadlineMs = 20_000) {
-  return until(
-    async () => {
-      const s = await api.get(id);
-      return s.status === "running" || s.status === "starting" ? null : s;
-    },
-    deadlineMs,
-    `session ${id} to end`,
-  );
-}
 
 describe("nothing from the request runs as root", () => {
   const evil = join(scratch, "evil");
@@ -103,7 +93,7 @@ describe("nothing from the request runs as root", () => {
   it("on create: the variables reach the session's command as the user, never a step that runs as root", async () => {
     const s = await acme.create({ command: "/bin/sh", args: ["-c", 'echo "uid=$(id -u) preload=$LD_PRELOAD"'], env: hostile() });
     cleanup.session(acme, s.id);
-    expect(await ended(acme, s.id)).toMatchObject({ status: "exited", exitCode: 0 });
+    expect(await acme.ended(s.id)).toMatchObject({ status: "exited", exitCode: 0 });
     const output = (await acme.request("GET", `/v1/sessions/${s.id}/output?from=0`)).body as unknown;
     expect(String(output)).toMatch(new RegExp(`uid=[1-9]\\d* preload=${join(evil, "evil.so")}`));
     expect(existsSync(marker) ? readFileSync(marker, "utf8") : "").toBe("");
@@ -192,7 +182,7 @@ describe("a session sees nothing of other tenants or sessions", () => {
     for (const command of [join(workspace, "globex", "tool.sh"), join(workspace, "globex", "missing.sh")]) {
       const s = await acme.create({ command });
       cleanup.session(acme, s.id);
-      const done = await ended(acme, s.id);
+      const done = await acme.ended(s.id);
       const output = String((await acme.request("GET", `/v1/sessions/${s.id}/output?from=0`)).body).replace(command, "<command>");
       outcomes.push({ exitCode: done.exitCode, output });
     }
@@ -252,7 +242,7 @@ describe("limits", () => {
     const s = await acme.create({ command: "/usr/bin/python3", args: ["-c", "b = b'x' * (2 << 30); print('allocated')"], limits: { memoryMiB: 256 } });
     cleanup.session(acme, s.id);
     expect(s).toMatchObject({ limits: { memoryMiB: 256 } });
-    const done = await ended(acme, s.id);
+    const done = await acme.ended(s.id);
     expect(done).toMatchObject({ status: "exited", reason: "oom", signal: "SIGKILL", exitCode: null, sandbox: "bwrap" });
     expect(done.limits).toMatchObject({ memoryMiB: 256 });
     await echoes(neighbour.client, "after-oom");
@@ -270,6 +260,9 @@ describe("limits", () => {
 describe("a sandboxed terminal works as a terminal", () => {
   it("keeps job control: Ctrl+C, Ctrl+Z and fg", async () => {
     const { client } = await shell(acme);
+    // The shell's prompt first: the terminal echoes typed keys before bash runs, and a Ctrl+C that
+    // comes before bash is interactive ends it (the session step gives Ctrl+C its default back).
+    await client.waitForOutput(/\$ $/);
     client.send("sleep 100\n");
     await until(() => client.text.includes("sleep 100\r\n"), 5000, "the sleep to start");
     client.send("\x03");
@@ -305,7 +298,7 @@ describe("a sandboxed terminal works as a terminal", () => {
   it("runs pty: false sessions, and ends a setsid -f escapee with the session", async () => {
     const piped = await acme.create({ pty: false, command: "/bin/sh", args: ["-c", "echo piped; id -u"] });
     cleanup.session(acme, piped.id);
-    expect(await ended(acme, piped.id)).toMatchObject({ status: "exited", exitCode: 0, sandbox: "bwrap" });
+    expect(await acme.ended(piped.id)).toMatchObject({ status: "exited", exitCode: 0, sandbox: "bwrap" });
     const { id, client } = await shell(acme);
     const inner = Number((await run(client, "setsid -f sh -c 'echo $$ > /tmp/pid; exec sleep 300'; until [ -s /tmp/pid ]; do sleep 0.05; done; cat /tmp/pid")).trim());
     const leader = (await acme.get(id)).pid as number;
